@@ -1,0 +1,315 @@
+//! The run report every substrate writes (`report.json`, DESIGN.md "Run report"), and the
+//! statistics that go into it. Top-level field names are a contract: add fields, rename none.
+
+use crate::{Nanos, NS_PER_MS};
+use base64::Engine;
+use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Events that were assigned but not built, by reason. Nothing disappears silently.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NotBuilt {
+    /// Collection exceeded a collection timeout.
+    pub timed_out: u64,
+    /// Data were lost (a role died, a fragment failed verification).
+    pub lost: u64,
+    /// Still in progress when the run ended (time limit reached).
+    pub abandoned: u64,
+}
+
+/// Data-collection latency statistics in milliseconds (first request of an event → its last
+/// fragment), with an HDR histogram of the same samples.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyMs {
+    /// Mean.
+    pub mean: f64,
+    /// 1st percentile.
+    pub p1: f64,
+    /// First quartile.
+    pub q1: f64,
+    /// Median.
+    pub median: f64,
+    /// Third quartile.
+    pub q3: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Maximum.
+    pub max: f64,
+    /// Share of events that took at least 100 ms (a sign of retransmission timeouts).
+    pub share_ge_100ms: f64,
+    /// HDR histogram of the latencies in microseconds (3 significant digits), V2 + DEFLATE,
+    /// base64: decode with any HdrHistogram library.
+    pub hdr_us_base64: String,
+}
+
+impl LatencyMs {
+    /// Statistics of latency samples in nanoseconds. Quantiles are exact order statistics
+    /// (nearest rank), so they do not depend on the histogram's resolution.
+    pub fn from_ns(samples: &[Nanos]) -> Self {
+        if samples.is_empty() {
+            return LatencyMs::default();
+        }
+        let mut v = samples.to_vec();
+        v.sort_unstable();
+        let ms = |x: Nanos| x as f64 / NS_PER_MS as f64;
+        let q =
+            |p: f64| ms(v[(((p * v.len() as f64).ceil() as usize).max(1) - 1).min(v.len() - 1)]);
+        let sum: u128 = v.iter().map(|&x| x as u128).sum();
+        let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds");
+        for &x in &v {
+            h.saturating_record((x / 1000).max(1));
+        }
+        let mut buf = Vec::new();
+        V2DeflateSerializer::new()
+            .serialize(&h, &mut buf)
+            .expect("in-memory serialization");
+        LatencyMs {
+            mean: sum as f64 / v.len() as f64 / NS_PER_MS as f64,
+            p1: q(0.01),
+            q1: q(0.25),
+            median: q(0.5),
+            q3: q(0.75),
+            p99: q(0.99),
+            max: ms(*v.last().expect("non-empty")),
+            share_ge_100ms: v.iter().filter(|&&x| x >= 100 * NS_PER_MS).count() as f64
+                / v.len() as f64,
+            hdr_us_base64: base64::engine::general_purpose::STANDARD.encode(buf),
+        }
+    }
+}
+
+/// TCP counters summed over every connection.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TcpCounters {
+    /// Segments retransmitted (fast retransmit, recovery and after timeouts).
+    pub retransmits: u64,
+    /// Retransmission timeouts.
+    pub timeouts: u64,
+    /// Loss recoveries entered through duplicate ACKs / SACK (fast retransmit).
+    #[serde(default)]
+    pub fast_recoveries: u64,
+}
+
+/// One switch output port.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PortStats {
+    /// Port name, e.g. `rack0->node3`.
+    pub name: String,
+    /// Frames dropped at this port.
+    pub drops: u64,
+    /// Most bytes queued at once.
+    pub peak_bytes: u64,
+    /// Frames sent.
+    #[serde(default)]
+    pub frames: u64,
+}
+
+/// Switch counters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SwitchStats {
+    /// Frames dropped in all switches.
+    pub drops: u64,
+    /// Per output port.
+    pub ports: Vec<PortStats>,
+}
+
+/// The run report (`report.json`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    /// `"sim"`, `"run"` or `"testbed"`.
+    pub substrate: String,
+    /// The scenario file that ran.
+    pub scenario: String,
+    /// The seed.
+    pub seed: u64,
+    /// Events built in the measured part.
+    pub events_built: u64,
+    /// Events assigned in the measured part but not built, by reason.
+    pub events_not_built: NotBuilt,
+    /// Simulated (sim) or wall (run, testbed) seconds of the measured part: from the first
+    /// measured event's assignment to the last measured event's completion.
+    pub duration_s: f64,
+    /// Measured events built per second.
+    pub event_rate_hz: f64,
+    /// Event payload bytes collected per second, as bits per second (no protocol overheads).
+    pub goodput_bps: f64,
+    /// Data-collection latency.
+    pub latency_ms: LatencyMs,
+    /// TCP counters (whole run, warm-up included).
+    pub tcp: TcpCounters,
+    /// Switch drops and occupancy (whole run, warm-up included).
+    pub switch: SwitchStats,
+    /// Wall-clock seconds of the whole run.
+    pub wall_s: f64,
+    /// (sim only) Collision events simulated per wall second, warm-up included.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sim_events_per_s: Option<f64>,
+    /// daqnet version that wrote the report.
+    #[serde(default)]
+    pub daqnet_version: String,
+    /// (sim only) Simulator work: scheduler events and packets handled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sim_work: Option<SimWork>,
+    /// The scenario as run, every field resolved (TOML).
+    #[serde(default)]
+    pub resolved_scenario: String,
+}
+
+/// Simulator work counters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SimWork {
+    /// Scheduler events processed.
+    pub scheduler_events: u64,
+    /// Packets created (data segments, ACKs, requests).
+    pub packets: u64,
+    /// Simulated seconds in all (warm-up included).
+    pub simulated_s: f64,
+}
+
+/// One built event, for the per-event CSV.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct EventRecord {
+    /// Event id.
+    pub event: u64,
+    /// Processing unit it was assigned to.
+    pub pu: u32,
+    /// Node of that unit.
+    pub node: u32,
+    /// Time of assignment by the supervisor, ns since the run started.
+    pub assigned_ns: u64,
+    /// Time the unit asked its collector for the data (start of data collection), ns.
+    pub start_ns: u64,
+    /// Time the last fragment arrived, ns.
+    pub done_ns: u64,
+    /// Payload bytes collected.
+    pub bytes: u64,
+    /// Whether it counts in the measured part (false during warm-up).
+    pub measured: bool,
+}
+
+impl EventRecord {
+    /// CSV header matching [`EventRecord::csv_row`].
+    pub const CSV_HEADER: &'static str =
+        "event,pu,node,assigned_ns,start_ns,done_ns,latency_ms,bytes,measured";
+
+    /// One CSV line (no newline).
+    pub fn csv_row(&self) -> String {
+        format!(
+            "{},{},{},{},{},{},{:.6},{},{}",
+            self.event,
+            self.pu,
+            self.node,
+            self.assigned_ns,
+            self.start_ns,
+            self.done_ns,
+            (self.done_ns - self.start_ns) as f64 / NS_PER_MS as f64,
+            self.bytes,
+            self.measured
+        )
+    }
+}
+
+impl RunReport {
+    /// The report as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a report always serializes")
+    }
+
+    /// A human-readable summary table.
+    pub fn summary_table(&self) -> String {
+        let l = &self.latency_ms;
+        let nb = &self.events_not_built;
+        let mut s = String::new();
+        let mut row = |k: &str, v: String| s.push_str(&format!("  {k:<26} {v}\n"));
+        row("substrate", self.substrate.clone());
+        row(
+            "scenario",
+            format!("{} (seed {})", self.scenario, self.seed),
+        );
+        row("events built", format!("{}", self.events_built));
+        row(
+            "events not built",
+            format!(
+                "{} timed out, {} lost, {} abandoned",
+                nb.timed_out, nb.lost, nb.abandoned
+            ),
+        );
+        row("measured time", format!("{:.3} s", self.duration_s));
+        row("event rate", format!("{:.1} Hz", self.event_rate_hz));
+        row("goodput", format!("{:.3} Gb/s", self.goodput_bps / 1e9));
+        row(
+            "latency (ms)",
+            format!(
+                "mean {:.2}  p1 {:.2}  q1 {:.2}  median {:.2}  q3 {:.2}  p99 {:.2}  max {:.2}",
+                l.mean, l.p1, l.q1, l.median, l.q3, l.p99, l.max
+            ),
+        );
+        row(
+            "events ≥ 100 ms",
+            format!("{:.1} %", 100.0 * l.share_ge_100ms),
+        );
+        row(
+            "tcp",
+            format!(
+                "{} retransmits, {} timeouts, {} fast recoveries",
+                self.tcp.retransmits, self.tcp.timeouts, self.tcp.fast_recoveries
+            ),
+        );
+        let worst = self
+            .switch
+            .ports
+            .iter()
+            .max_by_key(|p| (p.drops, p.peak_bytes));
+        row(
+            "switch drops",
+            match worst {
+                Some(p) if self.switch.drops > 0 => {
+                    format!(
+                        "{} (most at {}: {} drops, peak {} B)",
+                        self.switch.drops, p.name, p.drops, p.peak_bytes
+                    )
+                }
+                _ => "0".to_string(),
+            },
+        );
+        if let Some(w) = &self.sim_work {
+            row(
+                "simulator",
+                format!(
+                    "{:.2} s simulated, {} packets, {} scheduler events",
+                    w.simulated_s, w.packets, w.scheduler_events
+                ),
+            );
+        }
+        let speed = self
+            .sim_events_per_s
+            .map(|e| format!(" ({e:.0} events/s)"))
+            .unwrap_or_default();
+        row("wall time", format!("{:.2} s{speed}", self.wall_s));
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_are_order_statistics() {
+        let v: Vec<Nanos> = (1..=100).map(|i| i * NS_PER_MS).collect();
+        let l = LatencyMs::from_ns(&v);
+        assert_eq!(
+            (l.p1, l.q1, l.median, l.q3, l.p99, l.max),
+            (1.0, 25.0, 50.0, 75.0, 99.0, 100.0)
+        );
+        assert!((l.mean - 50.5).abs() < 1e-9);
+        assert!((l.share_ge_100ms - 0.01).abs() < 1e-12);
+        assert!(!l.hdr_us_base64.is_empty());
+    }
+
+    #[test]
+    fn empty_latencies_are_zero() {
+        assert_eq!(LatencyMs::from_ns(&[]).mean, 0.0);
+    }
+}

@@ -1,0 +1,78 @@
+//! The commented default scenario printed by `daqnet scenario --print-default`.
+//! A test checks that it parses to exactly [`Scenario::default`] with defaults filled in.
+//!
+//! [`Scenario::default`]: super::Scenario
+
+/// The default scenario as commented TOML: the ATLAS test set-up of seed 003 §4.1 with
+/// top-of-rack "Switch 1" and 480 credits.
+pub const DEFAULT_SCENARIO_TOML: &str = r#"# daqnet scenario — every field with its default value.
+# Rates (`*_bps`) and sizes (`*_bytes`) also accept suffixes: "10G", "10 Gb/s", "600kB", "4MiB".
+# Override any field on the command line: --set system.credits_per_node=240
+
+[system]
+readout_units = 160          # readout units (ROS); each event is striped over all of them
+fragments_per_unit = 12      # fragments per readout unit per event (one request asks for all)
+fragment_size = { law = "fixed", bytes = 1100 }
+# variable sizes, seed 003 §7.2 (size = base_bytes * LogNormal(mu, sigma)_event + Normal(0, sd)_fragment):
+# fragment_size = { law = "lognormal_normal", base_bytes = 1100, event_mu = 0.0, event_sigma = 0.25, fragment_sd_bytes = 110.0, min_bytes = 1 }
+nodes = 39                   # worker nodes; one collector (data-collection manager) per node
+pus_per_node = 24            # processing units per node
+credits_per_node = 480       # traffic-shaping credits per node (one per requested fragment), or "unlimited"
+processing_time_ns = 100000000   # a unit processes each event for this long after collecting it
+collect_fraction = 1.0       # fraction of readout units a unit collects from per event, (0, 1]
+request_bytes = 64           # size of a data request message
+readout_service_ns = 100000  # readout unit: request received -> response handed to TCP
+
+[system.supervisor]
+rate_hz = 750.0              # events assigned per second, or "unbounded" (whenever a unit asks)
+policy = "fcfs"              # fcfs | random | node_round_robin | node_load_balance | pu_round_robin
+control_delay_ns = 50000     # supervisor <-> processing unit message latency (off the data network)
+
+[network]
+topology = "two_tier"        # "star": one switch ([network.switch]); "two_tier": access switches + core
+mtu_bytes = 1500             # IP MTU; MSS = mtu_bytes - 52 (IPv4, TCP, timestamps)
+readout_link_bps = 1000000000    # each readout unit's link
+node_link_bps = 1000000000       # each node's link (the collector port)
+link_delay_ns = 500          # propagation delay of every link
+host_delay_ns = 40000        # receive-path latency of a host's network stack, per packet
+
+# star topology only:
+# [network.switch]
+# buffer = { scheme = "dedicated", port_bytes = 4000000 }
+
+[network.readout_switch]     # two_tier: one switch per readout group
+hosts = 16                   # readout units per group switch
+uplink_bps = 10000000000     # one uplink to each core router
+buffer = { scheme = "dedicated", port_bytes = 4000000 }
+
+[network.rack_switch]        # two_tier: top-of-rack switch of each rack of nodes
+hosts = 40                   # nodes per rack
+uplink_bps = 10000000000     # one uplink to each core router
+buffer = { scheme = "dedicated", port_bytes = 600000 }
+# shared memory ("Switch 2"): { scheme = "shared", pool_bytes = 10000000, ports_per_pool = 32, port_cap_bytes = 8000000 }
+
+[network.core]               # two_tier: core routers; each connection is hashed onto one (ECMP)
+routers = 2
+buffer = { scheme = "deep", port_bytes = 1500000000 }
+
+[network.tcp]
+congestion_control = "newreno"   # newreno | cubic | static
+static_cwnd_segments = 2         # the window when congestion_control = "static"
+initial_cwnd_segments = 10
+sack = true                      # SACK-based recovery (false: NewReno, RFC 6582)
+min_rto_ns = 200000000           # Linux: 200 ms
+max_rto_ns = 120000000000
+initial_rto_ns = 1000000000
+dupack_threshold = 3
+delayed_ack = true
+delayed_ack_ns = 40000000        # capped at min_rto_ns / 2
+quickack_segments = 16
+limited_transmit = true
+slow_start_after_idle = true
+
+[run]
+events = 2000                # measured events
+warmup_events = 500          # events run before measuring
+seed = 1
+time_limit_s = 600.0         # simulated seconds; events unfinished by then are "abandoned"
+"#;

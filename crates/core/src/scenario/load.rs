@@ -1,0 +1,209 @@
+//! Reading a scenario file, applying `--set dotted.path=value` overrides, and turning every
+//! mistake into a [`ScenarioError`] that names the file, the field and the value.
+
+use super::{Scenario, Topology};
+use std::fmt;
+use std::path::Path;
+
+/// A scenario that could not be loaded: where (file, field), what value, and what is allowed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScenarioError {
+    /// The file (or `--set`) the problem comes from.
+    pub origin: String,
+    /// Dotted path of the field, empty when the problem is the file itself.
+    pub field: String,
+    /// What is wrong and what is allowed.
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}: {}", self.origin, self.message)
+        } else {
+            write!(
+                f,
+                "{}: field `{}`: {}",
+                self.origin, self.field, self.message
+            )
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// A list of problems found in one scenario, shown one per line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScenarioErrors(pub Vec<ScenarioError>);
+
+impl fmt::Display for ScenarioErrors {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ScenarioErrors {}
+
+/// Loads a scenario file, applies `sets` (`dotted.path=value`, in order), fills in the defaults
+/// of its topology and validates it.
+pub fn load(path: &Path, sets: &[String]) -> Result<Scenario, ScenarioErrors> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        ScenarioErrors(vec![ScenarioError {
+            origin: origin.clone(),
+            field: String::new(),
+            message: format!("cannot read: {e}"),
+        }])
+    })?;
+    parse_str(&text, &origin, sets)
+}
+
+/// Like [`load`], from text; `origin` names the text in errors.
+pub fn parse_str(text: &str, origin: &str, sets: &[String]) -> Result<Scenario, ScenarioErrors> {
+    let one = |field: &str, message: String| {
+        ScenarioErrors(vec![ScenarioError {
+            origin: origin.to_string(),
+            field: field.to_string(),
+            message,
+        }])
+    };
+    let mut table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| one("", format!("not valid TOML: {e}")))?;
+    let mut set_paths = Vec::new();
+    for set in sets {
+        let path = apply_set(&mut table, set).map_err(|m| {
+            ScenarioErrors(vec![ScenarioError {
+                origin: format!("--set {set}"),
+                field: String::new(),
+                message: m,
+            }])
+        })?;
+        set_paths.push((path, set.clone()));
+    }
+    let table = merge(defaults_for(&table), table);
+    let scenario: Scenario =
+        serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+            let field = e.path().to_string();
+            // toml appends "in `path`" lines; the path is reported separately.
+            let message = e
+                .inner()
+                .to_string()
+                .lines()
+                .filter(|l| !l.starts_with("in `"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let message = message.trim().to_string();
+            let origin = set_paths
+                .iter()
+                .rev()
+                .find(|(p, _)| {
+                    field == *p
+                        || field.starts_with(&format!("{p}."))
+                        || p.starts_with(&format!("{field}."))
+                })
+                .map(|(_, s)| format!("{origin} with --set {s}"))
+                .unwrap_or_else(|| origin.to_string());
+            ScenarioErrors(vec![ScenarioError {
+                origin,
+                field,
+                message,
+            }])
+        })?;
+    let scenario = scenario.with_defaults();
+    let errors = scenario.validate();
+    if errors.is_empty() {
+        Ok(scenario)
+    } else {
+        Err(ScenarioErrors(
+            errors
+                .into_iter()
+                .map(|(field, message)| ScenarioError {
+                    origin: origin.to_string(),
+                    field,
+                    message,
+                })
+                .collect(),
+        ))
+    }
+}
+
+/// The default scenario for the topology the user's table asks for, as a TOML table.
+fn defaults_for(user: &toml::Table) -> toml::Table {
+    let mut base = Scenario::default();
+    let topology = user
+        .get("network")
+        .and_then(|n| n.get("topology"))
+        .and_then(|t| t.as_str());
+    if topology == Some("star") {
+        base.network.topology = Topology::Star;
+    }
+    toml::Table::try_from(base.with_defaults()).expect("the default scenario serializes to a table")
+}
+
+/// Deep-merges `over` onto `base`: tables merge key by key, anything else replaces. A tagged
+/// table (`scheme = ...`, `law = ...`) whose tag differs from the base's replaces it whole, so a
+/// shared buffer set over a default dedicated one does not inherit `port_bytes`.
+fn merge(mut base: toml::Table, over: toml::Table) -> toml::Table {
+    for (k, v) in over {
+        match (base.remove(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) if same_tag(&b, &o) => {
+                base.insert(k, toml::Value::Table(merge(b, o)));
+            }
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+    base
+}
+
+fn same_tag(base: &toml::Table, over: &toml::Table) -> bool {
+    ["scheme", "law"]
+        .iter()
+        .all(|tag| match (base.get(*tag), over.get(*tag)) {
+            (Some(b), Some(o)) => b == o,
+            _ => true,
+        })
+}
+
+/// Applies one `dotted.path=value` override to a TOML table and returns the path. The value is
+/// read as a TOML value (`480`, `1e9`, `true`, `"fcfs"`, `{ scheme = "dedicated", port_bytes = 1 }`);
+/// anything that is not valid TOML is taken as a plain string (`fcfs`, `10G`).
+pub fn apply_set(table: &mut toml::Table, set: &str) -> Result<String, String> {
+    let (path, raw) = set.split_once('=').ok_or_else(|| {
+        "expected dotted.path=value, e.g. system.credits_per_node=480".to_string()
+    })?;
+    let path = path.trim();
+    let raw = raw.trim();
+    if path.is_empty() || path.split('.').any(|k| k.is_empty()) {
+        return Err(format!(
+            "`{path}` is not a dotted field path (e.g. network.tcp.min_rto_ns)"
+        ));
+    }
+    let value = match format!("v = {raw}").parse::<toml::Table>() {
+        Ok(mut t) => t.remove("v").expect("parsed key"),
+        Err(_) => toml::Value::String(raw.to_string()),
+    };
+    let keys: Vec<&str> = path.split('.').collect();
+    let mut cur = table;
+    for (i, key) in keys[..keys.len() - 1].iter().enumerate() {
+        let entry = cur
+            .entry(key.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        cur = entry.as_table_mut().ok_or_else(|| {
+            format!(
+                "`{}` is a value, not a table, so `{path}` cannot be set",
+                keys[..=i].join(".")
+            )
+        })?;
+    }
+    cur.insert(keys[keys.len() - 1].to_string(), value);
+    Ok(path.to_string())
+}

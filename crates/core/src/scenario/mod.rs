@@ -1,0 +1,494 @@
+//! The scenario schema: one TOML file describes a DAQ system (`[system]`), its network
+//! (`[network]`) and the run (`[run]`). Every substrate reads the same file.
+//!
+//! Quantities carry their unit in the field name (`_ns`, `_bps`, `_bytes`, `_hz`). Rates and sizes
+//! may also be written with suffixes (`"10G"`, `"600kB"`), see [`crate::units`].
+
+mod choice;
+mod load;
+mod validate;
+
+pub use choice::{Credits, Rate};
+pub use load::{apply_set, load, parse_str, ScenarioError};
+
+use crate::units::{de_bps, de_bytes, de_bytes_u32};
+use serde::{Deserialize, Serialize};
+
+/// A complete scenario: the DAQ system, its network, and how to run it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Scenario {
+    /// The dataflow: readout units, nodes, processing units, supervisor, credits.
+    pub system: System,
+    /// The network: topology, links, switch buffers, TCP.
+    pub network: Network,
+    /// How long to run and with which seed.
+    pub run: Run,
+}
+
+/// `[system]`: the event-building dataflow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct System {
+    /// Number of readout units (readout systems); every event's data are striped over all of them.
+    pub readout_units: u32,
+    /// Fragments each readout unit holds per event; one data request asks a unit for all of them.
+    pub fragments_per_unit: u32,
+    /// Fragment size law: `{ law = "fixed", bytes = 1100 }` or the variable law of seed 003 §7.2
+    /// (`law = "lognormal_normal"`).
+    pub fragment_size: FragmentSize,
+    /// Worker nodes; each runs one collector (data-collection manager) and `pus_per_node` units.
+    pub nodes: u32,
+    /// Processing units per node (one per core).
+    pub pus_per_node: u32,
+    /// Traffic-shaping credits per node: a request for k fragments takes k credits until its
+    /// response arrives. `"unlimited"` turns traffic shaping off.
+    pub credits_per_node: Credits,
+    /// Time a processing unit processes an event after collecting it, in nanoseconds.
+    pub processing_time_ns: u64,
+    /// Fraction of the readout units a processing unit collects from per event (0 < f ≤ 1); the
+    /// units are chosen per event, deterministically from the seed.
+    pub collect_fraction: f64,
+    /// Size of one data request message on the wire (application payload), in bytes.
+    #[serde(deserialize_with = "de_bytes_u32")]
+    pub request_bytes: u32,
+    /// Delay between a readout unit receiving a request and handing its response to TCP, in ns.
+    pub readout_service_ns: u64,
+    /// The supervisor: assignment rate and policy.
+    pub supervisor: SupervisorConfig,
+}
+
+/// `[system.supervisor]`: assigns events to processing units.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SupervisorConfig {
+    /// Events made available per second (the Level-1 accept rate seen by the farm), or
+    /// `"unbounded"`: an event is assigned whenever a processing unit asks for one.
+    pub rate_hz: Rate,
+    /// Assignment policy (seed 003 §7.1): `fcfs`, `random`, `node_round_robin`,
+    /// `node_load_balance` or `pu_round_robin`.
+    pub policy: Policy,
+    /// One-way latency of supervisor ↔ processing-unit messages (assignments, requests for
+    /// work), in ns. They are tiny and are not put on the simulated data network.
+    pub control_delay_ns: u64,
+}
+
+/// Event assignment policies of seed 003 §7.1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Policy {
+    /// First come, first served: units in the order their requests for work arrived.
+    Fcfs,
+    /// A uniformly random unit among those waiting for work.
+    Random,
+    /// A unit on the next node, in a fixed node sequence, that has a unit waiting.
+    NodeRoundRobin,
+    /// A unit on the node with the most units waiting (ties: next in node sequence).
+    NodeLoadBalance,
+    /// The next waiting unit in a fixed unit sequence (units of a node consecutive).
+    PuRoundRobin,
+}
+
+impl Policy {
+    /// All policies, in the order of seed 003 §7.1.
+    pub const ALL: [Policy; 5] = [
+        Policy::Fcfs,
+        Policy::Random,
+        Policy::NodeRoundRobin,
+        Policy::NodeLoadBalance,
+        Policy::PuRoundRobin,
+    ];
+
+    /// The name used in scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Fcfs => "fcfs",
+            Policy::Random => "random",
+            Policy::NodeRoundRobin => "node_round_robin",
+            Policy::NodeLoadBalance => "node_load_balance",
+            Policy::PuRoundRobin => "pu_round_robin",
+        }
+    }
+}
+
+/// Fragment size law.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "law", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FragmentSize {
+    /// Every fragment has the same size.
+    Fixed {
+        /// Fragment size in bytes.
+        #[serde(deserialize_with = "de_bytes_u32")]
+        bytes: u32,
+    },
+    /// Seed 003 §7.2: `size = base_bytes × X_event + N_fragment`, with `X_event` log-normal
+    /// (drawn once per event) and `N_fragment` normal with mean 0 (drawn per fragment),
+    /// rounded and clamped to at least `min_bytes`.
+    LognormalNormal {
+        /// Scale of the per-event component, in bytes (the size when `X_event = 1`).
+        #[serde(deserialize_with = "de_bytes_u32")]
+        base_bytes: u32,
+        /// Location parameter μ of the per-event log-normal (seed: 0).
+        #[serde(default)]
+        event_mu: f64,
+        /// Scale parameter σ of the per-event log-normal (seed: 0.25).
+        event_sigma: f64,
+        /// Standard deviation of the per-fragment normal component, in bytes.
+        fragment_sd_bytes: f64,
+        /// Smallest fragment size, in bytes.
+        #[serde(default = "one", deserialize_with = "de_bytes_u32")]
+        min_bytes: u32,
+    },
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Network topology.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Topology {
+    /// Every host on one switch, described by `[network.switch]`.
+    Star,
+    /// Readout units on group switches (`[network.readout_switch]`), nodes on top-of-rack
+    /// switches (`[network.rack_switch]`), every access switch with one uplink to each core
+    /// router (`[network.core]`).
+    TwoTier,
+}
+
+/// `[network]`: topology, links, switches and TCP.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Network {
+    /// `star` or `two_tier`.
+    pub topology: Topology,
+    /// IP MTU in bytes; the TCP MSS is `mtu_bytes - 52` (IPv4 + TCP + timestamps option).
+    #[serde(deserialize_with = "de_bytes_u32")]
+    pub mtu_bytes: u32,
+    /// Line rate of each readout unit's link, in bit/s.
+    #[serde(deserialize_with = "de_bps")]
+    pub readout_link_bps: u64,
+    /// Line rate of each node's link (the collector port), in bit/s.
+    #[serde(deserialize_with = "de_bps")]
+    pub node_link_bps: u64,
+    /// Propagation delay of every link, in ns.
+    pub link_delay_ns: u64,
+    /// Latency a host's network stack adds to every received packet (interrupt moderation,
+    /// softirq, socket wake-up), in ns. Together with the links it sets the base RTT.
+    pub host_delay_ns: u64,
+    /// `star` only: the single switch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub switch: Option<SwitchConfig>,
+    /// `two_tier` only: the switch of each readout group.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub readout_switch: Option<AccessSwitch>,
+    /// `two_tier` only: the top-of-rack switch of each rack of nodes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rack_switch: Option<AccessSwitch>,
+    /// `two_tier` only: the core routers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub core: Option<CoreConfig>,
+    /// TCP model settings.
+    pub tcp: TcpConfig,
+}
+
+/// `[network.switch]` (star topology): the one switch every host is attached to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchConfig {
+    /// Output buffer scheme of the switch.
+    pub buffer: BufferConfig,
+}
+
+/// An access switch (readout group switch or top-of-rack switch) in a two-tier network.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessSwitch {
+    /// Hosts attached to each such switch (the last switch may have fewer).
+    pub hosts: u32,
+    /// Rate of each uplink (one per core router), in bit/s.
+    #[serde(deserialize_with = "de_bps")]
+    pub uplink_bps: u64,
+    /// Output buffer scheme.
+    pub buffer: BufferConfig,
+}
+
+/// `[network.core]`: the core routers of a two-tier network.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoreConfig {
+    /// Number of core routers; every access switch has one uplink to each, and each TCP
+    /// connection is hashed onto one of them (per-flow ECMP).
+    pub routers: u32,
+    /// Output buffer scheme of each router.
+    pub buffer: BufferConfig,
+}
+
+/// Output buffer scheme of a switch (seed 003 §5.3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "scheme", rename_all = "snake_case", deny_unknown_fields)]
+pub enum BufferConfig {
+    /// Each output port has its own buffer: a frame is dropped when it does not fit.
+    Dedicated {
+        /// Buffer per output port, in bytes (Ethernet frames, header to FCS).
+        #[serde(deserialize_with = "de_bytes")]
+        port_bytes: u64,
+    },
+    /// Groups of `ports_per_pool` consecutive output ports share a pool; each port may also
+    /// hold at most `port_cap_bytes`.
+    Shared {
+        /// Size of each shared pool, in bytes.
+        #[serde(deserialize_with = "de_bytes")]
+        pool_bytes: u64,
+        /// Output ports sharing one pool.
+        ports_per_pool: u32,
+        /// Most any one port may hold, in bytes.
+        #[serde(deserialize_with = "de_bytes")]
+        port_cap_bytes: u64,
+    },
+    /// A deep-buffered router (seed 003: 1.5 GB per line-card module): per-port buffers of
+    /// `port_bytes`, large enough that drops are not expected.
+    Deep {
+        /// Buffer per output port, in bytes.
+        #[serde(deserialize_with = "de_bytes", default = "deep_default")]
+        port_bytes: u64,
+    },
+}
+
+fn deep_default() -> u64 {
+    1_500_000_000
+}
+
+/// Congestion control algorithm of the simulated TCP senders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CongestionControl {
+    /// Reno AIMD (slow start, congestion avoidance, halving on loss); with `sack = false` loss
+    /// recovery is NewReno (RFC 6582), as in the seed 003 simulation model.
+    Newreno,
+    /// CUBIC (RFC 9438, as in Linux; what the measured ATLAS system ran).
+    Cubic,
+    /// A fixed congestion window of `static_cwnd_segments`, never changed (seed 002's remedy).
+    Static,
+}
+
+/// `[network.tcp]`: the TCP model (Linux is the reference).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TcpConfig {
+    /// `newreno`, `cubic` or `static`.
+    pub congestion_control: CongestionControl,
+    /// Congestion window, in segments, when `congestion_control = "static"`.
+    pub static_cwnd_segments: u32,
+    /// Initial congestion window, in segments (Linux: 10).
+    pub initial_cwnd_segments: u32,
+    /// Selective acknowledgements and SACK-based loss recovery (on by default, like Linux).
+    pub sack: bool,
+    /// Minimum retransmission timeout, in ns (Linux: 200 ms).
+    pub min_rto_ns: u64,
+    /// Maximum retransmission timeout after back-off, in ns (Linux: 120 s).
+    pub max_rto_ns: u64,
+    /// Retransmission timeout before any RTT sample, in ns (RFC 6298: 1 s).
+    pub initial_rto_ns: u64,
+    /// Duplicate ACKs (or SACKed segments above a hole) that mark a segment lost.
+    pub dupack_threshold: u32,
+    /// Delayed acknowledgements: ACK every second full segment, or when the timer expires.
+    pub delayed_ack: bool,
+    /// Delayed-ACK timer, in ns (Linux: 40 ms). It is capped at half of `min_rto_ns` so that on a
+    /// lossless path the delayed-ACK timer can never be what fires a retransmission timeout.
+    pub delayed_ack_ns: u64,
+    /// Segments acknowledged at once after a connection starts or sees out-of-order data
+    /// (Linux quick-ACK mode: 16).
+    pub quickack_segments: u32,
+    /// Limited transmit (RFC 3042): send new data on the first two duplicate ACKs.
+    pub limited_transmit: bool,
+    /// Restart from at most the initial window after an idle period longer than the RTO
+    /// (Linux `tcp_slow_start_after_idle`, default on).
+    pub slow_start_after_idle: bool,
+}
+
+/// `[run]`: what to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Run {
+    /// Events measured (after warm-up).
+    pub events: u64,
+    /// Events assigned before measurement starts; they run but are not counted.
+    pub warmup_events: u64,
+    /// Seed of every pseudo-random choice (policy, sizes, fractions). Same seed, same result.
+    pub seed: u64,
+    /// Stop after this much simulated (sim) or wall (run, testbed) time, in seconds; events not
+    /// built by then are reported as abandoned.
+    pub time_limit_s: f64,
+}
+
+impl Default for System {
+    fn default() -> Self {
+        System {
+            readout_units: 160,
+            fragments_per_unit: 12,
+            fragment_size: FragmentSize::Fixed { bytes: 1100 },
+            nodes: 39,
+            pus_per_node: 24,
+            credits_per_node: Credits::Limited(480),
+            processing_time_ns: 100_000_000,
+            collect_fraction: 1.0,
+            request_bytes: 64,
+            readout_service_ns: 100_000,
+            supervisor: SupervisorConfig::default(),
+        }
+    }
+}
+
+impl Default for SupervisorConfig {
+    fn default() -> Self {
+        SupervisorConfig {
+            rate_hz: Rate::Hz(750.0),
+            policy: Policy::Fcfs,
+            control_delay_ns: 50_000,
+        }
+    }
+}
+
+impl Default for Network {
+    fn default() -> Self {
+        Network {
+            topology: Topology::TwoTier,
+            mtu_bytes: 1500,
+            readout_link_bps: 1_000_000_000,
+            node_link_bps: 1_000_000_000,
+            link_delay_ns: 500,
+            host_delay_ns: 40_000,
+            switch: None,
+            readout_switch: None,
+            rack_switch: None,
+            core: None,
+            tcp: TcpConfig::default(),
+        }
+    }
+}
+
+impl Network {
+    /// Default star switch: a 4 MB dedicated buffer per port.
+    pub fn default_switch() -> SwitchConfig {
+        SwitchConfig {
+            buffer: BufferConfig::Dedicated {
+                port_bytes: 4_000_000,
+            },
+        }
+    }
+
+    /// Default readout group switch (seed 003 §4.1): 16 hosts, 10GbE uplinks, under-subscribed,
+    /// with generous dedicated buffers.
+    pub fn default_readout_switch() -> AccessSwitch {
+        AccessSwitch {
+            hosts: 16,
+            uplink_bps: 10_000_000_000,
+            buffer: BufferConfig::Dedicated {
+                port_bytes: 4_000_000,
+            },
+        }
+    }
+
+    /// Default top-of-rack switch: seed 003 "Switch 1", 600 kB dedicated per port.
+    pub fn default_rack_switch() -> AccessSwitch {
+        AccessSwitch {
+            hosts: 40,
+            uplink_bps: 10_000_000_000,
+            buffer: BufferConfig::Dedicated {
+                port_bytes: 600_000,
+            },
+        }
+    }
+
+    /// Default core: two deep-buffered routers.
+    pub fn default_core() -> CoreConfig {
+        CoreConfig {
+            routers: 2,
+            buffer: BufferConfig::Deep {
+                port_bytes: deep_default(),
+            },
+        }
+    }
+
+    /// TCP maximum segment size in bytes for this MTU (IPv4 20 + TCP 20 + timestamps 12).
+    pub fn mss_bytes(&self) -> u32 {
+        self.mtu_bytes.saturating_sub(52)
+    }
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            congestion_control: CongestionControl::Newreno,
+            static_cwnd_segments: 2,
+            initial_cwnd_segments: 10,
+            sack: true,
+            min_rto_ns: 200_000_000,
+            max_rto_ns: 120_000_000_000,
+            initial_rto_ns: 1_000_000_000,
+            dupack_threshold: 3,
+            delayed_ack: true,
+            delayed_ack_ns: 40_000_000,
+            quickack_segments: 16,
+            limited_transmit: true,
+            slow_start_after_idle: true,
+        }
+    }
+}
+
+impl Default for Run {
+    fn default() -> Self {
+        Run {
+            events: 2000,
+            warmup_events: 500,
+            seed: 1,
+            time_limit_s: 600.0,
+        }
+    }
+}
+
+impl Scenario {
+    /// Fills in the default sections the topology needs but the file left out
+    /// (`switch` for a star; `readout_switch`, `rack_switch` and `core` for two tiers).
+    /// Sections that do not belong to the topology are left for [`Scenario::validate`] to report.
+    pub fn with_defaults(mut self) -> Self {
+        let n = &mut self.network;
+        match n.topology {
+            Topology::Star => {
+                n.switch.get_or_insert_with(Network::default_switch);
+            }
+            Topology::TwoTier => {
+                n.readout_switch
+                    .get_or_insert_with(Network::default_readout_switch);
+                n.rack_switch
+                    .get_or_insert_with(Network::default_rack_switch);
+                n.core.get_or_insert_with(Network::default_core);
+            }
+        }
+        self
+    }
+
+    /// Total processing units.
+    pub fn total_pus(&self) -> u32 {
+        self.system.nodes * self.system.pus_per_node
+    }
+
+    /// Payload bytes of a full event when every fragment has its nominal size.
+    pub fn nominal_event_bytes(&self) -> u64 {
+        let per_fragment = match self.system.fragment_size {
+            FragmentSize::Fixed { bytes } => bytes as u64,
+            FragmentSize::LognormalNormal { base_bytes, .. } => base_bytes as u64,
+        };
+        per_fragment * self.system.fragments_per_unit as u64 * self.system.readout_units as u64
+    }
+
+    /// The scenario as TOML text (all fields, defaults filled in).
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).expect("a scenario always serializes")
+    }
+}
+
+pub use default_text::DEFAULT_SCENARIO_TOML;
+mod default_text;

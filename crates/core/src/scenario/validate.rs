@@ -1,0 +1,231 @@
+//! Semantic checks of a scenario: each problem names the field, its value and what is allowed.
+
+use super::{BufferConfig, Credits, FragmentSize, Rate, Scenario, Topology};
+
+type Problems = Vec<(String, String)>;
+
+fn need(p: &mut Problems, ok: bool, field: &str, message: String) {
+    if !ok {
+        p.push((field.to_string(), message));
+    }
+}
+
+fn positive(p: &mut Problems, field: &str, v: u64) {
+    need(p, v > 0, field, format!("is {v}; must be at least 1"));
+}
+
+fn buffer(p: &mut Problems, field: &str, b: &BufferConfig, mtu_frame: u64) {
+    match *b {
+        BufferConfig::Dedicated { port_bytes } | BufferConfig::Deep { port_bytes } => need(
+            p,
+            port_bytes >= mtu_frame,
+            &format!("{field}.port_bytes"),
+            format!("is {port_bytes}; must hold at least one full frame ({mtu_frame} bytes)"),
+        ),
+        BufferConfig::Shared {
+            pool_bytes,
+            ports_per_pool,
+            port_cap_bytes,
+        } => {
+            positive(p, &format!("{field}.ports_per_pool"), ports_per_pool as u64);
+            need(
+                p,
+                port_cap_bytes >= mtu_frame,
+                &format!("{field}.port_cap_bytes"),
+                format!(
+                    "is {port_cap_bytes}; must hold at least one full frame ({mtu_frame} bytes)"
+                ),
+            );
+            need(
+                p,
+                pool_bytes >= port_cap_bytes,
+                &format!("{field}.pool_bytes"),
+                format!("is {pool_bytes}; must be at least port_cap_bytes ({port_cap_bytes})"),
+            );
+        }
+    }
+}
+
+impl Scenario {
+    /// All semantic problems of this scenario as (field, message) pairs; empty when it is valid.
+    /// Call after [`Scenario::with_defaults`].
+    pub fn validate(&self) -> Vec<(String, String)> {
+        let mut p = Problems::new();
+        let s = &self.system;
+        positive(&mut p, "system.readout_units", s.readout_units as u64);
+        positive(
+            &mut p,
+            "system.fragments_per_unit",
+            s.fragments_per_unit as u64,
+        );
+        positive(&mut p, "system.nodes", s.nodes as u64);
+        positive(&mut p, "system.pus_per_node", s.pus_per_node as u64);
+        positive(&mut p, "system.request_bytes", s.request_bytes as u64);
+        need(
+            &mut p,
+            s.collect_fraction > 0.0 && s.collect_fraction <= 1.0,
+            "system.collect_fraction",
+            format!("is {}; must be in (0, 1]", s.collect_fraction),
+        );
+        match s.fragment_size {
+            FragmentSize::Fixed { bytes } => {
+                positive(&mut p, "system.fragment_size.bytes", bytes as u64)
+            }
+            FragmentSize::LognormalNormal {
+                base_bytes,
+                event_mu,
+                event_sigma,
+                fragment_sd_bytes,
+                min_bytes,
+            } => {
+                positive(&mut p, "system.fragment_size.base_bytes", base_bytes as u64);
+                positive(&mut p, "system.fragment_size.min_bytes", min_bytes as u64);
+                need(
+                    &mut p,
+                    event_mu.is_finite() && event_mu.abs() < 10.0,
+                    "system.fragment_size.event_mu",
+                    format!("is {event_mu}; must be finite and within ±10"),
+                );
+                need(
+                    &mut p,
+                    event_sigma.is_finite() && (0.0..5.0).contains(&event_sigma),
+                    "system.fragment_size.event_sigma",
+                    format!("is {event_sigma}; must be in [0, 5)"),
+                );
+                need(
+                    &mut p,
+                    fragment_sd_bytes.is_finite() && fragment_sd_bytes >= 0.0,
+                    "system.fragment_size.fragment_sd_bytes",
+                    format!("is {fragment_sd_bytes}; must be ≥ 0"),
+                );
+            }
+        }
+        if let Credits::Limited(c) = s.credits_per_node {
+            need(
+                &mut p,
+                c >= s.fragments_per_unit,
+                "system.credits_per_node",
+                format!(
+                    "is {c}; must be at least system.fragments_per_unit ({}), or a request for one readout \
+                     unit's fragments could never be sent (use \"unlimited\" to turn traffic shaping off)",
+                    s.fragments_per_unit
+                ),
+            );
+        }
+        if let Rate::Hz(r) = s.supervisor.rate_hz {
+            need(
+                &mut p,
+                r.is_finite() && r > 0.0,
+                "system.supervisor.rate_hz",
+                format!("is {r}; must be > 0 Hz, or \"unbounded\""),
+            );
+        }
+
+        let n = &self.network;
+        need(
+            &mut p,
+            (128..=65_535).contains(&n.mtu_bytes),
+            "network.mtu_bytes",
+            format!("is {}; must be in 128 ..= 65535", n.mtu_bytes),
+        );
+        positive(&mut p, "network.readout_link_bps", n.readout_link_bps);
+        positive(&mut p, "network.node_link_bps", n.node_link_bps);
+        let frame = n.mtu_bytes as u64 + 18;
+        match n.topology {
+            Topology::Star => {
+                for (set, name) in [
+                    (n.readout_switch.is_some(), "readout_switch"),
+                    (n.rack_switch.is_some(), "rack_switch"),
+                    (n.core.is_some(), "core"),
+                ] {
+                    need(
+                        &mut p,
+                        !set,
+                        &format!("network.{name}"),
+                        "is set but network.topology = \"star\" has a single switch, [network.switch]; \
+                         remove it or set topology = \"two_tier\""
+                            .to_string(),
+                    );
+                }
+                if let Some(sw) = &n.switch {
+                    buffer(&mut p, "network.switch.buffer", &sw.buffer, frame);
+                }
+            }
+            Topology::TwoTier => {
+                need(
+                    &mut p,
+                    n.switch.is_none(),
+                    "network.switch",
+                    "is set but network.topology = \"two_tier\" uses [network.readout_switch], \
+                     [network.rack_switch] and [network.core]; remove it or set topology = \"star\""
+                        .to_string(),
+                );
+                for (sw, name) in [
+                    (&n.readout_switch, "readout_switch"),
+                    (&n.rack_switch, "rack_switch"),
+                ] {
+                    if let Some(sw) = sw {
+                        positive(&mut p, &format!("network.{name}.hosts"), sw.hosts as u64);
+                        positive(&mut p, &format!("network.{name}.uplink_bps"), sw.uplink_bps);
+                        buffer(&mut p, &format!("network.{name}.buffer"), &sw.buffer, frame);
+                    }
+                }
+                if let Some(core) = &n.core {
+                    need(
+                        &mut p,
+                        (1..=64).contains(&core.routers),
+                        "network.core.routers",
+                        format!("is {}; must be in 1 ..= 64", core.routers),
+                    );
+                    buffer(&mut p, "network.core.buffer", &core.buffer, frame);
+                }
+            }
+        }
+        let t = &n.tcp;
+        positive(
+            &mut p,
+            "network.tcp.initial_cwnd_segments",
+            t.initial_cwnd_segments as u64,
+        );
+        positive(
+            &mut p,
+            "network.tcp.static_cwnd_segments",
+            t.static_cwnd_segments as u64,
+        );
+        positive(&mut p, "network.tcp.min_rto_ns", t.min_rto_ns);
+        positive(
+            &mut p,
+            "network.tcp.dupack_threshold",
+            t.dupack_threshold as u64,
+        );
+        need(
+            &mut p,
+            t.max_rto_ns >= t.min_rto_ns,
+            "network.tcp.max_rto_ns",
+            format!(
+                "is {}; must be ≥ network.tcp.min_rto_ns ({})",
+                t.max_rto_ns, t.min_rto_ns
+            ),
+        );
+        need(
+            &mut p,
+            t.initial_rto_ns >= t.min_rto_ns,
+            "network.tcp.initial_rto_ns",
+            format!(
+                "is {}; must be ≥ network.tcp.min_rto_ns ({})",
+                t.initial_rto_ns, t.min_rto_ns
+            ),
+        );
+        positive(&mut p, "network.tcp.delayed_ack_ns", t.delayed_ack_ns);
+
+        let r = &self.run;
+        positive(&mut p, "run.events", r.events);
+        need(
+            &mut p,
+            r.time_limit_s.is_finite() && r.time_limit_s > 0.0,
+            "run.time_limit_s",
+            format!("is {}; must be > 0 seconds", r.time_limit_s),
+        );
+        p
+    }
+}
