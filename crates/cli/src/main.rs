@@ -1,1 +1,41 @@
-fn main() {}
+//! `daqnet`: simulate, run, emulate and plan DAQ event-building networks.
+
+mod commands;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// daqnet — event-building networks for data acquisition: simulate them packet by packet,
+/// sweep what-if configurations, and compare with the source studies.
+#[derive(Parser)]
+#[command(name = "daqnet", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Simulate a scenario packet by packet and write report.json.
+    Sim(commands::sim::SimArgs),
+    /// Print the commented default scenario, or check and resolve a scenario file.
+    Scenario(commands::scenario::ScenarioArgs),
+    /// Measure simulator speed (collision events per wall second) on reference loads.
+    Bench(commands::bench::BenchArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Sim(a) => commands::sim::run(a),
+        Command::Scenario(a) => commands::scenario::run(a),
+        Command::Bench(a) => commands::bench::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

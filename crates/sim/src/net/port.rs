@@ -1,0 +1,334 @@
+//! Output ports: a FIFO served at line rate, with the switch buffer scheme deciding admission.
+//!
+//! A port never pauses once it has a frame, so each frame's departure is known when it is
+//! admitted. The queue is therefore kept as (departure end, bytes) pairs and drained lazily:
+//! bytes leave the buffer when their last bit has been sent.
+
+use super::wire::{serialization_ps, wire_bytes};
+use std::collections::VecDeque;
+
+/// How a port's buffer is limited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortBuffer {
+    /// Never drops (a host's transmit queue: the kernel applies back-pressure instead).
+    Unlimited,
+    /// Dedicated buffer of this many bytes.
+    Dedicated(u64),
+    /// Member of shared pool `pool`, holding at most `cap` bytes itself.
+    Shared {
+        /// Index of the pool.
+        pool: u32,
+        /// Per-port cap in bytes.
+        cap: u64,
+    },
+}
+
+/// Shared buffer pools of all switches.
+#[derive(Debug, Clone, Default)]
+pub struct BufferPools {
+    pools: Vec<Pool>,
+}
+
+#[derive(Debug, Clone)]
+struct Pool {
+    capacity: u64,
+    used: u64,
+    peak: u64,
+    members: Vec<u32>,
+}
+
+impl BufferPools {
+    /// Adds a pool of `capacity` bytes and returns its index.
+    pub fn add(&mut self, capacity: u64) -> u32 {
+        self.pools.push(Pool {
+            capacity,
+            used: 0,
+            peak: 0,
+            members: Vec::new(),
+        });
+        self.pools.len() as u32 - 1
+    }
+
+    /// Makes `port` a member of `pool`.
+    pub fn join(&mut self, pool: u32, port: u32) {
+        self.pools[pool as usize].members.push(port);
+    }
+
+    /// Bytes in use in `pool` (as of the last drain).
+    pub fn used(&self, pool: u32) -> u64 {
+        self.pools[pool as usize].used
+    }
+
+    /// Most bytes ever in use in `pool`.
+    pub fn peak(&self, pool: u32) -> u64 {
+        self.pools[pool as usize].peak
+    }
+}
+
+/// One output port of a host or switch.
+#[derive(Debug, Clone)]
+pub struct Port {
+    /// Name for reports, e.g. `rack0->node3`.
+    pub name: String,
+    /// Line rate in bit/s.
+    pub rate_bps: u64,
+    /// Delay from the end of transmission to the frame being fully received by the peer, in ns
+    /// (propagation, plus the receiving host's stack latency when the peer is a host).
+    pub delay_ns: u64,
+    /// Buffer scheme.
+    pub buffer: PortBuffer,
+    /// Whether this port belongs to a switch (and is reported).
+    pub on_switch: bool,
+    queue: VecDeque<(u64, u32)>,
+    queued_bytes: u64,
+    busy_until_ps: u64,
+    /// Frames dropped.
+    pub drops: u64,
+    /// Most bytes queued at once.
+    pub peak_bytes: u64,
+    /// Frames sent.
+    pub frames: u64,
+}
+
+/// The result of offering a frame to a port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// Queued; its last bit reaches the peer at this time (ns).
+    Sent {
+        /// Arrival time at the peer, ns.
+        arrival_ns: u64,
+    },
+    /// Dropped: it did not fit.
+    Dropped,
+}
+
+impl Port {
+    /// A port sending at `rate_bps` with `delay_ns` to its peer.
+    pub fn new(
+        name: String,
+        rate_bps: u64,
+        delay_ns: u64,
+        buffer: PortBuffer,
+        on_switch: bool,
+    ) -> Self {
+        Port {
+            name,
+            rate_bps,
+            delay_ns,
+            buffer,
+            on_switch,
+            queue: VecDeque::new(),
+            queued_bytes: 0,
+            busy_until_ps: 0,
+            drops: 0,
+            peak_bytes: 0,
+            frames: 0,
+        }
+    }
+
+    /// Bytes queued or being sent at `now_ps` (drains first).
+    pub fn occupancy(&mut self, now_ps: u64, pools: &mut BufferPools) -> u64 {
+        self.drain(now_ps, pools);
+        self.queued_bytes
+    }
+
+    /// Frees the bytes of frames whose transmission has ended by `now_ps`.
+    fn drain(&mut self, now_ps: u64, pools: &mut BufferPools) {
+        while let Some(&(end, bytes)) = self.queue.front() {
+            if end > now_ps {
+                break;
+            }
+            self.queue.pop_front();
+            self.queued_bytes -= bytes as u64;
+            if let PortBuffer::Shared { pool, .. } = self.buffer {
+                pools.pools[pool as usize].used -= bytes as u64;
+            }
+        }
+    }
+
+    /// Places an admitted frame in the queue and returns when it reaches the peer.
+    fn enqueue(&mut self, now_ps: u64, frame_bytes: u32) -> u64 {
+        let start = self.busy_until_ps.max(now_ps);
+        let end = start + serialization_ps(wire_bytes(frame_bytes), self.rate_bps);
+        self.busy_until_ps = end;
+        self.queue.push_back((end, frame_bytes));
+        self.queued_bytes += frame_bytes as u64;
+        self.peak_bytes = self.peak_bytes.max(self.queued_bytes);
+        self.frames += 1;
+        end.div_ceil(1000) + self.delay_ns
+    }
+}
+
+/// Offers a frame of `frame_bytes` (header to FCS) to port `id` at time `now_ns`. It is admitted
+/// exactly when it fits: queued bytes plus the frame within the port's buffer (and, for a shared
+/// buffer, within the pool).
+pub fn offer(
+    ports: &mut [Port],
+    pools: &mut BufferPools,
+    id: u32,
+    now_ns: u64,
+    frame_bytes: u32,
+) -> Admission {
+    let now_ps = now_ns * 1000;
+    let buffer = ports[id as usize].buffer;
+    let fits = match buffer {
+        PortBuffer::Unlimited => true,
+        PortBuffer::Dedicated(cap) => {
+            let p = &mut ports[id as usize];
+            p.drain(now_ps, pools);
+            p.queued_bytes + frame_bytes as u64 <= cap
+        }
+        PortBuffer::Shared { pool, cap } => {
+            // Every member's finished frames must leave the pool before it is judged.
+            for i in 0..pools.pools[pool as usize].members.len() {
+                let m = pools.pools[pool as usize].members[i];
+                ports[m as usize].drain(now_ps, pools);
+            }
+            let p = &ports[id as usize];
+            let pl = &pools.pools[pool as usize];
+            p.queued_bytes + frame_bytes as u64 <= cap
+                && pl.used + frame_bytes as u64 <= pl.capacity
+        }
+    };
+    let p = &mut ports[id as usize];
+    if !fits {
+        p.drops += 1;
+        return Admission::Dropped;
+    }
+    if let PortBuffer::Shared { pool, .. } = buffer {
+        let pl = &mut pools.pools[pool as usize];
+        pl.used += frame_bytes as u64;
+        pl.peak = pl.peak.max(pl.used);
+    }
+    Admission::Sent {
+        arrival_ns: p.enqueue(now_ps, frame_bytes),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GBE: u64 = 1_000_000_000;
+
+    #[test]
+    fn dedicated_buffer_drops_exactly_when_a_frame_would_not_fit() {
+        let mut pools = BufferPools::default();
+        // Room for exactly 3 frames of 1000 bytes, plus 999 bytes.
+        let mut ports = vec![Port::new(
+            "p".into(),
+            GBE,
+            0,
+            PortBuffer::Dedicated(3999),
+            true,
+        )];
+        for _ in 0..3 {
+            assert!(matches!(
+                offer(&mut ports, &mut pools, 0, 0, 1000),
+                Admission::Sent { .. }
+            ));
+        }
+        assert_eq!(
+            offer(&mut ports, &mut pools, 0, 0, 1000),
+            Admission::Dropped
+        );
+        assert!(
+            matches!(
+                offer(&mut ports, &mut pools, 0, 0, 999),
+                Admission::Sent { .. }
+            ),
+            "999 bytes fit exactly"
+        );
+        assert_eq!(
+            offer(&mut ports, &mut pools, 0, 0, 1),
+            Admission::Dropped,
+            "the buffer is exactly full"
+        );
+        assert_eq!(ports[0].drops, 2);
+        assert_eq!(ports[0].peak_bytes, 3999);
+        // The first frame (1020 wire bytes at 1 Gb/s = 8160 ns) leaves at 8160 ns, not before.
+        assert_eq!(
+            offer(&mut ports, &mut pools, 0, 8159, 1000),
+            Admission::Dropped
+        );
+        assert!(matches!(
+            offer(&mut ports, &mut pools, 0, 8160, 1000),
+            Admission::Sent { .. }
+        ));
+    }
+
+    #[test]
+    fn frames_leave_back_to_back_at_line_rate() {
+        let mut pools = BufferPools::default();
+        let mut ports = vec![Port::new(
+            "p".into(),
+            GBE,
+            500,
+            PortBuffer::Unlimited,
+            false,
+        )];
+        let a = offer(&mut ports, &mut pools, 0, 0, 1518);
+        let b = offer(&mut ports, &mut pools, 0, 0, 1518);
+        assert_eq!(
+            a,
+            Admission::Sent {
+                arrival_ns: 12_304 + 500
+            }
+        );
+        assert_eq!(
+            b,
+            Admission::Sent {
+                arrival_ns: 2 * 12_304 + 500
+            }
+        );
+    }
+
+    #[test]
+    fn shared_pool_limits_the_sum_and_the_port_cap_limits_each_port() {
+        let mut pools = BufferPools::default();
+        let pool = pools.add(3000);
+        let mut ports: Vec<Port> = (0..2)
+            .map(|i| {
+                Port::new(
+                    format!("p{i}"),
+                    GBE,
+                    0,
+                    PortBuffer::Shared { pool, cap: 2000 },
+                    true,
+                )
+            })
+            .collect();
+        pools.join(pool, 0);
+        pools.join(pool, 1);
+        assert!(matches!(
+            offer(&mut ports, &mut pools, 0, 0, 1000),
+            Admission::Sent { .. }
+        ));
+        assert!(matches!(
+            offer(&mut ports, &mut pools, 0, 0, 1000),
+            Admission::Sent { .. }
+        ));
+        assert_eq!(
+            offer(&mut ports, &mut pools, 0, 0, 1),
+            Admission::Dropped,
+            "port cap 2000 reached"
+        );
+        assert!(matches!(
+            offer(&mut ports, &mut pools, 1, 0, 1000),
+            Admission::Sent { .. }
+        ));
+        assert_eq!(
+            offer(&mut ports, &mut pools, 1, 0, 1),
+            Admission::Dropped,
+            "pool 3000 full"
+        );
+        assert_eq!(pools.used(pool), 3000);
+        // Port 0's first frame finishes at 8160 ns: the pool has room for exactly 1000 again.
+        assert!(matches!(
+            offer(&mut ports, &mut pools, 1, 8160, 1000),
+            Admission::Sent { .. }
+        ));
+        assert_eq!(pools.used(pool), 3000);
+        assert_eq!(pools.peak(pool), 3000);
+    }
+}
