@@ -53,17 +53,14 @@ impl LatencyMs {
         let mut v = samples.to_vec();
         v.sort_unstable();
         let ms = |x: Nanos| x as f64 / NS_PER_MS as f64;
-        let q =
-            |p: f64| ms(v[(((p * v.len() as f64).ceil() as usize).max(1) - 1).min(v.len() - 1)]);
+        let q = |p: f64| ms(v[(((p * v.len() as f64).ceil() as usize).max(1) - 1).min(v.len() - 1)]);
         let sum: u128 = v.iter().map(|&x| x as u128).sum();
         let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds");
         for &x in &v {
             h.saturating_record((x / 1000).max(1));
         }
         let mut buf = Vec::new();
-        V2DeflateSerializer::new()
-            .serialize(&h, &mut buf)
-            .expect("in-memory serialization");
+        V2DeflateSerializer::new().serialize(&h, &mut buf).expect("in-memory serialization");
         LatencyMs {
             mean: sum as f64 / v.len() as f64 / NS_PER_MS as f64,
             p1: q(0.01),
@@ -72,8 +69,7 @@ impl LatencyMs {
             q3: q(0.75),
             p99: q(0.99),
             max: ms(*v.last().expect("non-empty")),
-            share_ge_100ms: v.iter().filter(|&&x| x >= 100 * NS_PER_MS).count() as f64
-                / v.len() as f64,
+            share_ge_100ms: v.iter().filter(|&&x| x >= 100 * NS_PER_MS).count() as f64 / v.len() as f64,
             hdr_us_base64: base64::engine::general_purpose::STANDARD.encode(buf),
         }
     }
@@ -190,8 +186,7 @@ pub struct EventRecord {
 
 impl EventRecord {
     /// CSV header matching [`EventRecord::csv_row`].
-    pub const CSV_HEADER: &'static str =
-        "event,pu,node,assigned_ns,start_ns,done_ns,latency_ms,bytes,measured";
+    pub const CSV_HEADER: &'static str = "event,pu,node,assigned_ns,start_ns,done_ns,latency_ms,bytes,measured";
 
     /// One CSV line (no newline).
     pub fn csv_row(&self) -> String {
@@ -223,18 +218,9 @@ impl RunReport {
         let mut s = String::new();
         let mut row = |k: &str, v: String| s.push_str(&format!("  {k:<26} {v}\n"));
         row("substrate", self.substrate.clone());
-        row(
-            "scenario",
-            format!("{} (seed {})", self.scenario, self.seed),
-        );
+        row("scenario", format!("{} (seed {})", self.scenario, self.seed));
         row("events built", format!("{}", self.events_built));
-        row(
-            "events not built",
-            format!(
-                "{} timed out, {} lost, {} abandoned",
-                nb.timed_out, nb.lost, nb.abandoned
-            ),
-        );
+        row("events not built", format!("{} timed out, {} lost, {} abandoned", nb.timed_out, nb.lost, nb.abandoned));
         row("measured time", format!("{:.3} s", self.duration_s));
         row("event rate", format!("{:.1} Hz", self.event_rate_hz));
         row("goodput", format!("{:.3} Gb/s", self.goodput_bps / 1e9));
@@ -245,10 +231,7 @@ impl RunReport {
                 l.mean, l.p1, l.q1, l.median, l.q3, l.p99, l.max
             ),
         );
-        row(
-            "events ≥ 100 ms",
-            format!("{:.1} %", 100.0 * l.share_ge_100ms),
-        );
+        row("events ≥ 100 ms", format!("{:.1} %", 100.0 * l.share_ge_100ms));
         row(
             "tcp",
             format!(
@@ -256,19 +239,12 @@ impl RunReport {
                 self.tcp.retransmits, self.tcp.timeouts, self.tcp.fast_recoveries
             ),
         );
-        let worst = self
-            .switch
-            .ports
-            .iter()
-            .max_by_key(|p| (p.drops, p.peak_bytes));
+        let worst = self.switch.ports.iter().max_by_key(|p| (p.drops, p.peak_bytes));
         row(
             "switch drops",
             match worst {
                 Some(p) if self.switch.drops > 0 => {
-                    format!(
-                        "{} (most at {}: {} drops, peak {} B)",
-                        self.switch.drops, p.name, p.drops, p.peak_bytes
-                    )
+                    format!("{} (most at {}: {} drops, peak {} B)", self.switch.drops, p.name, p.drops, p.peak_bytes)
                 }
                 _ => "0".to_string(),
             },
@@ -282,10 +258,7 @@ impl RunReport {
                 ),
             );
         }
-        let speed = self
-            .sim_events_per_s
-            .map(|e| format!(" ({e:.0} events/s)"))
-            .unwrap_or_default();
+        let speed = self.sim_events_per_s.map(|e| format!(" ({e:.0} events/s)")).unwrap_or_default();
         row("wall time", format!("{:.2} s{speed}", self.wall_s));
         s
     }
@@ -299,10 +272,7 @@ mod tests {
     fn quantiles_are_order_statistics() {
         let v: Vec<Nanos> = (1..=100).map(|i| i * NS_PER_MS).collect();
         let l = LatencyMs::from_ns(&v);
-        assert_eq!(
-            (l.p1, l.q1, l.median, l.q3, l.p99, l.max),
-            (1.0, 25.0, 50.0, 75.0, 99.0, 100.0)
-        );
+        assert_eq!((l.p1, l.q1, l.median, l.q3, l.p99, l.max), (1.0, 25.0, 50.0, 75.0, 99.0, 100.0));
         assert!((l.mean - 50.5).abs() < 1e-9);
         assert!((l.share_ge_100ms - 0.01).abs() < 1e-12);
         assert!(!l.hdr_us_base64.is_empty());

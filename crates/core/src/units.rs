@@ -9,18 +9,12 @@ use std::fmt;
 /// optionally followed by `b/s`, `bps` or `bit/s` (`"10G"`, `"10 Gb/s"`, `"40Gbps"`).
 pub fn parse_bps(text: &str) -> Result<u64, String> {
     let t = text.trim();
-    let t = ["bit/s", "b/s", "bps"]
-        .iter()
-        .find_map(|s| t.strip_suffix(s))
-        .unwrap_or(t)
-        .trim_end();
-    let (num, mult) = split_suffix(
-        t,
-        &[("k", 1e3), ("K", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12)],
-    );
-    let value: f64 = num.trim().parse().map_err(|_| {
-        format!("`{text}` is not a rate: write e.g. 1000000000, 1e9, \"1G\" or \"10 Gb/s\"")
-    })?;
+    let t = ["bit/s", "b/s", "bps"].iter().find_map(|s| t.strip_suffix(s)).unwrap_or(t).trim_end();
+    let (num, mult) = split_suffix(t, &[("k", 1e3), ("K", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12)]);
+    let value: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a rate: write e.g. 1000000000, 1e9, \"1G\" or \"10 Gb/s\""))?;
     to_integer(value * mult, text)
 }
 
@@ -41,10 +35,8 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
             ("B", 1.0),
         ],
     );
-    let value: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{text}` is not a size: write e.g. 600000, \"600kB\" or \"4MiB\""))?;
+    let value: f64 =
+        num.trim().parse().map_err(|_| format!("`{text}` is not a size: write e.g. 600000, \"600kB\" or \"4MiB\""))?;
     to_integer(value * mult, text)
 }
 
@@ -97,10 +89,7 @@ impl<'de> de::Visitor<'de> for QuantityVisitor {
 
 /// Serde helper: a rate in bit/s (see [`parse_bps`]).
 pub fn de_bps<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    d.deserialize_any(QuantityVisitor {
-        what: "a rate in bit/s (e.g. 1000000000, 1e9 or \"1G\")",
-        parse: parse_bps,
-    })
+    d.deserialize_any(QuantityVisitor { what: "a rate in bit/s (e.g. 1000000000, 1e9 or \"1G\")", parse: parse_bps })
 }
 
 /// Serde helper: a size in bytes (see [`parse_bytes`]).
@@ -114,8 +103,7 @@ pub fn de_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
 /// Serde helper: a size in bytes that must fit 32 bits (fragment and message sizes).
 pub fn de_bytes_u32<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
     let v = de_bytes(d)?;
-    u32::try_from(v)
-        .map_err(|_| de::Error::custom(format!("{v} bytes is too large (at most 4294967295)")))
+    u32::try_from(v).map_err(|_| de::Error::custom(format!("{v} bytes is too large (at most 4294967295)")))
 }
 
 #[cfg(test)]

@@ -21,6 +21,8 @@ pub enum Stream {
     Subset = 3,
     /// The supervisor's random policy and initial order of requests for work.
     Supervisor = 4,
+    /// Readout units' service-time jitter.
+    Service = 5,
 }
 
 /// SplitMix64 finaliser: a bijective 64-bit mixer.
@@ -50,22 +52,14 @@ pub struct FragmentSizes {
 impl FragmentSizes {
     /// Sizes for a run with this seed; `fragments_per_unit` fragments per readout unit.
     pub fn new(law: FragmentSize, seed: u64, fragments_per_unit: u32) -> Self {
-        FragmentSizes {
-            law,
-            seed,
-            fragments_per_unit,
-        }
+        FragmentSizes { law, seed, fragments_per_unit }
     }
 
     /// The per-event scale factor (1 for fixed sizes).
     fn event_scale(&self, event: EventId) -> f64 {
         match self.law {
             FragmentSize::Fixed { .. } => 1.0,
-            FragmentSize::LognormalNormal {
-                event_mu,
-                event_sigma,
-                ..
-            } => {
+            FragmentSize::LognormalNormal { event_mu, event_sigma, .. } => {
                 let d = LogNormal::new(event_mu, event_sigma).expect("validated sigma");
                 d.sample(&mut rng_for(self.seed, Stream::EventSize, &[event]))
             }
@@ -76,25 +70,25 @@ impl FragmentSizes {
     pub fn unit_bytes(&self, event: EventId, readout: ReadoutId) -> u64 {
         match self.law {
             FragmentSize::Fixed { bytes } => bytes as u64 * self.fragments_per_unit as u64,
-            FragmentSize::LognormalNormal {
-                base_bytes,
-                fragment_sd_bytes,
-                min_bytes,
-                ..
-            } => {
+            FragmentSize::LognormalNormal { base_bytes, fragment_sd_bytes, min_bytes, .. } => {
                 let scale = self.event_scale(event) * base_bytes as f64;
                 let mut rng = rng_for(self.seed, Stream::FragmentSize, &[event, readout as u64]);
                 let noise = Normal::new(0.0, fragment_sd_bytes).expect("validated sd");
                 (0..self.fragments_per_unit)
-                    .map(|_| {
-                        (scale + noise.sample(&mut rng))
-                            .round()
-                            .max(min_bytes as f64) as u64
-                    })
+                    .map(|_| (scale + noise.sample(&mut rng)).round().max(min_bytes as f64) as u64)
                     .sum()
             }
         }
     }
+}
+
+/// Service delay of readout unit `readout` answering a request for `event`:
+/// `base_ns` plus a uniform draw in `[0, jitter_ns)`.
+pub fn service_delay(seed: u64, event: EventId, readout: ReadoutId, base_ns: u64, jitter_ns: u64) -> u64 {
+    if jitter_ns == 0 {
+        return base_ns;
+    }
+    base_ns + rng_for(seed, Stream::Service, &[event, readout as u64]).random_range(0..jitter_ns)
 }
 
 /// The readout units a processing unit collects from for `event`: all of them when
@@ -142,18 +136,11 @@ mod tests {
         // Mean of LogNormal(0, 0.25) is exp(0.03125) ≈ 1.0317: over many events the mean fragment
         // is ≈ 1135 bytes; events differ from each other much more than units within an event.
         let n = 4000u64;
-        let mean: f64 = (0..n)
-            .map(|e| s.unit_bytes(e, 0) as f64 / 12.0)
-            .sum::<f64>()
-            / n as f64;
+        let mean: f64 = (0..n).map(|e| s.unit_bytes(e, 0) as f64 / 12.0).sum::<f64>() / n as f64;
         assert!((mean - 1134.9).abs() < 15.0, "mean fragment {mean}");
         let within: Vec<f64> = (0..50).map(|r| s.unit_bytes(1, r) as f64).collect();
-        let spread = within.iter().cloned().fold(f64::MIN, f64::max)
-            - within.iter().cloned().fold(f64::MAX, f64::min);
-        assert!(
-            spread < 0.2 * 13_200.0,
-            "units of one event differ by {spread} bytes"
-        );
+        let spread = within.iter().cloned().fold(f64::MIN, f64::max) - within.iter().cloned().fold(f64::MAX, f64::min);
+        assert!(spread < 0.2 * 13_200.0, "units of one event differ by {spread} bytes");
     }
 
     #[test]

@@ -1,8 +1,6 @@
 //! Scenario loading: defaults, overrides, and errors that name file, field and value.
 
-use daqnet_core::scenario::{
-    parse_str, BufferConfig, Credits, Policy, Rate, Topology, DEFAULT_SCENARIO_TOML,
-};
+use daqnet_core::scenario::{parse_str, BufferConfig, Credits, Policy, Rate, Topology, DEFAULT_SCENARIO_TOML};
 use daqnet_core::Scenario;
 
 fn err(text: &str, sets: &[&str]) -> String {
@@ -43,21 +41,14 @@ fn set_overrides_any_field_and_accepts_bare_words_and_units() {
     assert_eq!(s.network.node_link_bps, 10_000_000_000);
     assert_eq!(
         s.network.rack_switch.unwrap().buffer,
-        BufferConfig::Shared {
-            pool_bytes: 10_000_000,
-            ports_per_pool: 32,
-            port_cap_bytes: 8_000_000
-        }
+        BufferConfig::Shared { pool_bytes: 10_000_000, ports_per_pool: 32, port_cap_bytes: 8_000_000 }
     );
 }
 
 #[test]
 fn unknown_field_names_file_and_field() {
     let e = err("[system]\ncredits = 3\n", &[]);
-    assert!(
-        e.starts_with("my.toml: field `system.credits`: unknown field `credits`"),
-        "{e}"
-    );
+    assert!(e.starts_with("my.toml: field `system.credits`: unknown field `credits`"), "{e}");
     assert!(e.contains("credits_per_node"), "lists what is allowed: {e}");
 }
 
@@ -81,37 +72,25 @@ fn set_into_a_value_is_an_error() {
     let e = err("[system]\nnodes = 3\n", &["system.nodes.count=3"]);
     assert!(e.contains("`system.nodes` is a value, not a table"), "{e}");
     let e = err("", &["system.nodes.count=3"]);
-    assert!(
-        e.contains("field `system.nodes`: invalid type: map, expected u32"),
-        "{e}"
-    );
+    assert!(e.contains("field `system.nodes`: invalid type: map, expected u32"), "{e}");
     let e = err("", &["no_equals_sign"]);
     assert!(e.contains("dotted.path=value"), "{e}");
 }
 
 #[test]
 fn zero_rates_and_inconsistent_counts_are_errors() {
-    let e = err(
-        "[network]\nnode_link_bps = 0\n[system.supervisor]\nrate_hz = 0\n",
-        &[],
-    );
+    let e = err("[network]\nnode_link_bps = 0\n[system.supervisor]\nrate_hz = 0\n", &[]);
     assert!(e.contains("field `network.node_link_bps`: is 0"), "{e}");
     assert!(e.contains("field `system.supervisor.rate_hz`: is 0"), "{e}");
-    let e = err(
-        "[system]\ncredits_per_node = 10\nfragments_per_unit = 12\n",
-        &[],
+    let e = err("[system]\ncredits_per_node = 10\nfragments_per_unit = 12\n", &[]);
+    assert!(
+        e.contains("field `system.credits_per_node`: is 10; must be at least system.fragments_per_unit (12)"),
+        "{e}"
     );
-    assert!(e.contains("field `system.credits_per_node`: is 10; must be at least system.fragments_per_unit (12)"), "{e}");
     let e = err("[network]\ntopology = \"star\"\n[network.core]\nrouters = 2\nbuffer = { scheme = \"deep\" }\n", &[]);
-    assert!(
-        e.contains("field `network.core`: is set but network.topology = \"star\""),
-        "{e}"
-    );
+    assert!(e.contains("field `network.core`: is set but network.topology = \"star\""), "{e}");
     let e = err("[system]\ncollect_fraction = 1.5\n", &[]);
-    assert!(
-        e.contains("field `system.collect_fraction`: is 1.5; must be in (0, 1]"),
-        "{e}"
-    );
+    assert!(e.contains("field `system.collect_fraction`: is 1.5; must be in (0, 1]"), "{e}");
 }
 
 #[test]
@@ -122,13 +101,7 @@ fn syntax_errors_name_the_file() {
 
 #[test]
 fn unknown_buffer_scheme_lists_the_schemes() {
-    let e = err(
-        "[network.rack_switch]\nhosts = 4\nuplink_bps = 1e10\nbuffer = { scheme = \"magic\" }\n",
-        &[],
-    );
+    let e = err("[network.rack_switch]\nhosts = 4\nuplink_bps = 1e10\nbuffer = { scheme = \"magic\" }\n", &[]);
     assert!(e.contains("network.rack_switch.buffer"), "{e}");
-    assert!(
-        e.contains("dedicated") && e.contains("shared") && e.contains("deep"),
-        "{e}"
-    );
+    assert!(e.contains("dedicated") && e.contains("shared") && e.contains("deep"), "{e}");
 }

@@ -40,12 +40,7 @@ pub struct EventQueue<E> {
 
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
-        EventQueue {
-            heap: BinaryHeap::with_capacity(1 << 16),
-            seq: 0,
-            now: 0,
-            popped: 0,
-        }
+        EventQueue { heap: BinaryHeap::with_capacity(1 << 16), seq: 0, now: 0, popped: 0 }
     }
 }
 
@@ -57,16 +52,8 @@ impl<E> EventQueue<E> {
 
     /// Schedules `event` at `time`, which must not be in the past.
     pub fn schedule(&mut self, time: Nanos, event: E) {
-        debug_assert!(
-            time >= self.now,
-            "event scheduled in the past: {time} < {}",
-            self.now
-        );
-        self.heap.push(Entry {
-            time,
-            seq: self.seq,
-            event,
-        });
+        debug_assert!(time >= self.now, "event scheduled in the past: {time} < {}", self.now);
+        self.heap.push(Entry { time, seq: self.seq, event });
         self.seq += 1;
     }
 

@@ -7,12 +7,10 @@ use crate::net::port::{offer, Admission};
 use crate::net::wire::{frame_bytes, sack_option_bytes};
 use crate::tcp::{AckUrgency, Endpoint, TcpParams, Transmission};
 use daqnet_core::dataflow::{
-    startup_order, Collector, CollectorOutput, DataRequest, DataResponse, ProcessingUnit, PuOutput,
-    ReadoutUnit, Supervisor,
+    startup_order, Collector, CollectorOutput, DataRequest, DataResponse, ProcessingUnit, PuOutput, ReadoutUnit,
+    Supervisor,
 };
-use daqnet_core::report::{
-    EventRecord, LatencyMs, NotBuilt, PortStats, RunReport, SimWork, SwitchStats, TcpCounters,
-};
+use daqnet_core::report::{EventRecord, LatencyMs, NotBuilt, PortStats, RunReport, SimWork, SwitchStats, TcpCounters};
 use daqnet_core::workload::FragmentSizes;
 use daqnet_core::{EventId, Nanos, Scenario, NS_PER_S};
 use std::collections::VecDeque;
@@ -111,7 +109,6 @@ struct World<'a> {
     readout_units: u32,
     pus_per_node: u32,
     request_bytes: u64,
-    service_ns: Nanos,
     control_delay: Nanos,
     readouts: Vec<ReadoutUnit>,
     collectors: Vec<Collector>,
@@ -151,10 +148,7 @@ pub fn simulate(scenario: &Scenario, origin: &str, opts: SimOptions) -> SimOutpu
     for n in 0..nodes {
         for r in 0..r_units {
             let c = (n * r_units + r) as u64;
-            let core = [
-                (mix(c * 2) % fabric.cores as u64) as u8,
-                (mix(c * 2 + 1) % fabric.cores as u64) as u8,
-            ];
+            let core = [(mix(c * 2) % fabric.cores as u64) as u8, (mix(c * 2 + 1) % fabric.cores as u64) as u8];
             let node_host = r_units + n;
             // Connections are set up before the run; the handshake gives the first RTT sample.
             let rtt = fabric.unloaded_delay_ns(node_host, r, core[0] as u32, ack_frame)
@@ -162,12 +156,7 @@ pub fn simulate(scenario: &Scenario, origin: &str, opts: SimOptions) -> SimOutpu
             let mut ep = [Endpoint::new(&params), Endpoint::new(&params)];
             ep[0].snd.seed_rtt(rtt);
             ep[1].snd.seed_rtt(rtt);
-            conns.push(Conn {
-                ep,
-                msgs: [VecDeque::new(), VecDeque::new()],
-                core,
-                originals_from_readout: 0,
-            });
+            conns.push(Conn { ep, msgs: [VecDeque::new(), VecDeque::new()], core, originals_from_readout: 0 });
         }
     }
     let sizes = FragmentSizes::new(sys.fragment_size.clone(), seed, sys.fragments_per_unit);
@@ -182,33 +171,15 @@ pub fn simulate(scenario: &Scenario, origin: &str, opts: SimOptions) -> SimOutpu
         readout_units: r_units,
         pus_per_node: sys.pus_per_node,
         request_bytes: sys.request_bytes as u64,
-        service_ns: sys.readout_service_ns,
         control_delay: sys.supervisor.control_delay_ns,
         readouts: (0..r_units)
-            .map(|r| ReadoutUnit::new(r, sizes.clone(), sys.readout_service_ns))
+            .map(|r| ReadoutUnit::new(r, sizes.clone(), sys.readout_service_ns, sys.readout_service_jitter_ns, seed))
             .collect(),
-        collectors: (0..nodes)
-            .map(|n| Collector::new(n, sys.credits_per_node, sys.fragments_per_unit))
-            .collect(),
+        collectors: (0..nodes).map(|n| Collector::new(n, sys.credits_per_node, sys.fragments_per_unit)).collect(),
         pus: (0..scenario.total_pus())
-            .map(|p| {
-                ProcessingUnit::new(
-                    p,
-                    sys.processing_time_ns,
-                    sys.collect_fraction,
-                    r_units,
-                    seed,
-                )
-            })
+            .map(|p| ProcessingUnit::new(p, sys.processing_time_ns, sys.collect_fraction, r_units, seed))
             .collect(),
-        sup: Supervisor::new(
-            sys.supervisor.policy,
-            sys.supervisor.rate_hz,
-            nodes,
-            sys.pus_per_node,
-            total,
-            seed,
-        ),
+        sup: Supervisor::new(sys.supervisor.policy, sys.supervisor.rate_hz, nodes, sys.pus_per_node, total, seed),
         tracks: vec![Track::default(); total as usize],
         built: 0,
         total,
@@ -246,18 +217,12 @@ impl World<'_> {
 
     fn dispatch(&mut self, ev: Ev) {
         match ev {
-            Ev::Arrive {
-                at: NodeRef::Switch(s),
-                pkt,
-            } => {
+            Ev::Arrive { at: NodeRef::Switch(s), pkt } => {
                 let p = &self.pkts[pkt as usize];
                 let port = self.fabric.route(s, p.dst, p.core as u32);
                 self.forward(port, pkt);
             }
-            Ev::Arrive {
-                at: NodeRef::Host(_),
-                pkt,
-            } => self.deliver(pkt),
+            Ev::Arrive { at: NodeRef::Host(_), pkt } => self.deliver(pkt),
             Ev::Tcp { ep } => {
                 let now = self.q.now();
                 let (c, s) = ((ep / 2) as usize, (ep % 2) as usize);
@@ -272,11 +237,8 @@ impl World<'_> {
             Ev::ReadoutWake { readout } => self.drain_readout(readout),
             Ev::PuWake { pu } => {
                 let now = self.q.now();
-                if let Some([PuOutput::Done(event), PuOutput::AskForWork]) =
-                    self.pus[pu as usize].on_timeout(now)
-                {
-                    self.q
-                        .schedule(now + self.control_delay, Ev::Done { event });
+                if let Some([PuOutput::Done(event), PuOutput::AskForWork]) = self.pus[pu as usize].on_timeout(now) {
+                    self.q.schedule(now + self.control_delay, Ev::Done { event });
                     self.q.schedule(now + self.control_delay, Ev::Ready { pu });
                 }
             }
@@ -294,9 +256,7 @@ impl World<'_> {
             }
             Ev::Assign { pu, event } => {
                 let now = self.q.now();
-                if let PuOutput::Collect { event, readouts } =
-                    self.pus[pu as usize].on_assign(event)
-                {
+                if let PuOutput::Collect { event, readouts } = self.pus[pu as usize].on_assign(event) {
                     self.tracks[event as usize].start = now;
                     let node = pu / self.pus_per_node;
                     self.collectors[node as usize].on_collect(pu, event, &readouts);
@@ -313,13 +273,7 @@ impl World<'_> {
             let t = &mut self.tracks[a.event as usize];
             t.assigned = now;
             t.pu = a.pu;
-            self.q.schedule(
-                now + self.control_delay,
-                Ev::Assign {
-                    pu: a.pu,
-                    event: a.event,
-                },
-            );
+            self.q.schedule(now + self.control_delay, Ev::Assign { pu: a.pu, event: a.event });
         }
     }
 
@@ -331,9 +285,7 @@ impl World<'_> {
                     let c = (node * self.readout_units + readout) as usize;
                     self.send_msg(c, 0, self.request_bytes, AppMsg::Request(request));
                 }
-                CollectorOutput::Collected {
-                    pu, event, bytes, ..
-                } => {
+                CollectorOutput::Collected { pu, event, bytes, .. } => {
                     let t = &mut self.tracks[event as usize];
                     t.done = Some(now);
                     t.bytes = bytes;
@@ -364,12 +316,11 @@ impl World<'_> {
         match msg {
             AppMsg::Request(req) => {
                 let r = c as u32 % self.readout_units;
-                self.readouts[r as usize].on_request(now, req);
-                if self.service_ns == 0 {
+                let due = self.readouts[r as usize].on_request(now, req);
+                if due == now {
                     self.drain_readout(r);
                 } else {
-                    self.q
-                        .schedule(now + self.service_ns, Ev::ReadoutWake { readout: r });
+                    self.q.schedule(due, Ev::ReadoutWake { readout: r });
                 }
             }
             AppMsg::Response(resp) => {
@@ -412,12 +363,7 @@ impl World<'_> {
         if let Some(d) = ep.next_deadline() {
             if d < ep.wakeup {
                 ep.wakeup = d;
-                self.q.schedule(
-                    d.max(now),
-                    Ev::Tcp {
-                        ep: (c * 2 + side) as u32,
-                    },
-                );
+                self.q.schedule(d.max(now), Ev::Tcp { ep: (c * 2 + side) as u32 });
             }
         }
     }
@@ -435,19 +381,11 @@ impl World<'_> {
         let node = c as u32 / self.readout_units;
         let readout = c as u32 % self.readout_units;
         let node_host = self.readout_units + node;
-        let (src, dst) = if side == 0 {
-            (node_host, readout)
-        } else {
-            (readout, node_host)
-        };
+        let (src, dst) = if side == 0 { (node_host, readout) } else { (readout, node_host) };
         if side == 1 && end > start && !retransmit {
             let k = conn.originals_from_readout;
             conn.originals_from_readout += 1;
-            if self
-                .drops
-                .iter()
-                .any(|d| d.readout == readout && d.node == node && d.data_segment == k)
-            {
+            if self.drops.iter().any(|d| d.readout == readout && d.node == node && d.data_segment == k) {
                 return;
             }
         }
@@ -481,20 +419,10 @@ impl World<'_> {
     fn forward(&mut self, port: u32, pkt: u32) {
         let now = self.q.now();
         let frame = self.pkts[pkt as usize].frame;
-        match offer(
-            &mut self.fabric.ports,
-            &mut self.fabric.pools,
-            port,
-            now,
-            frame,
-        ) {
-            Admission::Sent { arrival_ns } => self.q.schedule(
-                arrival_ns,
-                Ev::Arrive {
-                    at: self.fabric.peer[port as usize],
-                    pkt,
-                },
-            ),
+        match offer(&mut self.fabric.ports, &mut self.fabric.pools, port, now, frame) {
+            Admission::Sent { arrival_ns } => {
+                self.q.schedule(arrival_ns, Ev::Arrive { at: self.fabric.peer[port as usize], pkt })
+            }
             Admission::Dropped => self.free.push(pkt),
         }
     }
@@ -508,8 +436,7 @@ impl World<'_> {
         let has_data = p.end > p.start;
         {
             let ep = &mut self.conns[c].ep[side];
-            ep.snd
-                .on_ack(now, p.ack, &p.sack[..p.nsack as usize], has_data);
+            ep.snd.on_ack(now, p.ack, &p.sack[..p.nsack as usize], has_data);
             if has_data {
                 ep.rcv.on_segment(now, p.start, p.end);
             }
@@ -534,24 +461,12 @@ impl World<'_> {
     fn report(mut self, scenario: &Scenario, origin: &str, wall_s: f64) -> SimOutput {
         let warmup = scenario.run.warmup_events;
         let measured = &self.tracks[warmup as usize..];
-        let latencies: Vec<Nanos> = measured
-            .iter()
-            .filter_map(|t| t.done.map(|d| d - t.start))
-            .collect();
+        let latencies: Vec<Nanos> = measured.iter().filter_map(|t| t.done.map(|d| d - t.start)).collect();
         let built = latencies.len() as u64;
-        let first = measured
-            .iter()
-            .filter(|t| t.done.is_some())
-            .map(|t| t.assigned)
-            .min()
-            .unwrap_or(0);
+        let first = measured.iter().filter(|t| t.done.is_some()).map(|t| t.assigned).min().unwrap_or(0);
         let last = measured.iter().filter_map(|t| t.done).max().unwrap_or(0);
         let duration_s = last.saturating_sub(first) as f64 / NS_PER_S as f64;
-        let bytes: u64 = measured
-            .iter()
-            .filter(|t| t.done.is_some())
-            .map(|t| t.bytes)
-            .sum();
+        let bytes: u64 = measured.iter().filter(|t| t.done.is_some()).map(|t| t.bytes).sum();
         let per_s = |x: f64| {
             if duration_s > 0.0 {
                 x / duration_s
@@ -572,12 +487,7 @@ impl World<'_> {
             .ports
             .iter()
             .filter(|p| p.on_switch)
-            .map(|p| PortStats {
-                name: p.name.clone(),
-                drops: p.drops,
-                peak_bytes: p.peak_bytes,
-                frames: p.frames,
-            })
+            .map(|p| PortStats { name: p.name.clone(), drops: p.drops, peak_bytes: p.peak_bytes, frames: p.frames })
             .collect();
         let events = if self.opts.record_events {
             self.tracks
@@ -604,26 +514,15 @@ impl World<'_> {
             scenario: origin.into(),
             seed: scenario.run.seed,
             events_built: built,
-            events_not_built: NotBuilt {
-                timed_out: 0,
-                lost: 0,
-                abandoned: scenario.run.events - built,
-            },
+            events_not_built: NotBuilt { timed_out: 0, lost: 0, abandoned: scenario.run.events - built },
             duration_s,
             event_rate_hz: per_s(built as f64),
             goodput_bps: per_s(bytes as f64 * 8.0),
             latency_ms: LatencyMs::from_ns(&latencies),
             tcp,
-            switch: SwitchStats {
-                drops: ports.iter().map(|p| p.drops).sum(),
-                ports,
-            },
+            switch: SwitchStats { drops: ports.iter().map(|p| p.drops).sum(), ports },
             wall_s,
-            sim_events_per_s: Some(if wall_s > 0.0 {
-                self.built as f64 / wall_s
-            } else {
-                0.0
-            }),
+            sim_events_per_s: Some(if wall_s > 0.0 { self.built as f64 / wall_s } else { 0.0 }),
             daqnet_version: env!("CARGO_PKG_VERSION").into(),
             sim_work: Some(SimWork {
                 scheduler_events: self.q.popped(),

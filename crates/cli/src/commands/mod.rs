@@ -15,8 +15,7 @@ pub fn load_scenario(path: &Path, sets: &[String]) -> anyhow::Result<Scenario> {
 
 /// Writes `text` to `dir/name`, creating `dir`.
 pub fn write_file(dir: &Path, name: &str, text: &str) -> anyhow::Result<std::path::PathBuf> {
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("cannot create output folder {}", dir.display()))?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create output folder {}", dir.display()))?;
     let path = dir.join(name);
     std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(path)

@@ -51,27 +51,17 @@ pub fn run(a: SimArgs) -> anyhow::Result<ExitCode> {
     }
     let scenario = super::load_scenario(&a.file, &sets)?;
     let total = scenario.run.warmup_events + scenario.run.events;
-    let bar = if a.quiet || !std::io::stderr().is_terminal() {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::new(total)
-    };
+    let bar = if a.quiet || !std::io::stderr().is_terminal() { ProgressBar::hidden() } else { ProgressBar::new(total) };
     bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} simulating [{bar:40}] {pos}/{len} events  {per_sec}  eta {eta}",
-        )
-        .expect("valid template")
-        .progress_chars("=> "),
+        ProgressStyle::with_template("{spinner} simulating [{bar:40}] {pos}/{len} events  {per_sec}  eta {eta}")
+            .expect("valid template")
+            .progress_chars("=> "),
     );
     let mut progress = |built: u64, _total: u64| bar.set_position(built);
     let out = simulate(
         &scenario,
         &a.file.display().to_string(),
-        SimOptions {
-            progress: Some(&mut progress),
-            record_events: a.per_event,
-            ..Default::default()
-        },
+        SimOptions { progress: Some(&mut progress), record_events: a.per_event, ..Default::default() },
     );
     bar.finish_and_clear();
     let report_path = super::write_file(&a.out, "report.json", &out.report.to_json())?;

@@ -48,10 +48,7 @@ impl fmt::Display for CollectorError {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         match self {
             CollectorError::Unexpected { event, readout } => {
-                write!(
-                    f,
-                    "unexpected response for event {event} from readout unit {readout}"
-                )
+                write!(f, "unexpected response for event {event} from readout unit {readout}")
             }
             CollectorError::Credits(e) => write!(f, "credit error: {e}"),
         }
@@ -99,13 +96,7 @@ impl Collector {
 
     /// Processing unit `pu` asks for all fragments of `event` held by `readouts`.
     pub fn on_collect(&mut self, pu: PuId, event: EventId, readouts: &[ReadoutId]) {
-        self.active.push(Active {
-            event,
-            pu,
-            outstanding: readouts.len() as u32,
-            bytes: 0,
-            fragments: 0,
-        });
+        self.active.push(Active { event, pu, outstanding: readouts.len() as u32, bytes: 0, fragments: 0 });
         if readouts.is_empty() {
             self.finish(self.active.len() - 1);
             return;
@@ -120,13 +111,8 @@ impl Collector {
             .active
             .iter()
             .position(|a| a.event == resp.event && a.outstanding > 0)
-            .ok_or(CollectorError::Unexpected {
-                event: resp.event,
-                readout: resp.readout,
-            })?;
-        self.credits
-            .give_back(resp.fragments)
-            .map_err(CollectorError::Credits)?;
+            .ok_or(CollectorError::Unexpected { event: resp.event, readout: resp.readout })?;
+        self.credits.give_back(resp.fragments).map_err(CollectorError::Credits)?;
         let a = &mut self.active[idx];
         a.outstanding -= 1;
         a.bytes += resp.bytes;
@@ -154,13 +140,8 @@ impl Collector {
                 break;
             }
             self.waiting.pop_front();
-            let request = DataRequest {
-                event,
-                node: self.node,
-                fragments: self.fragments_per_unit,
-            };
-            self.out
-                .push_back(CollectorOutput::Request { readout, request });
+            let request = DataRequest { event, node: self.node, fragments: self.fragments_per_unit };
+            self.out.push_back(CollectorOutput::Request { readout, request });
         }
     }
 
@@ -210,43 +191,16 @@ mod tests {
         assert_eq!(c.queued_requests(), 1);
         c.on_collect(6, 101, &[0]);
         assert!(requests(&mut c).is_empty());
-        c.on_response(&DataResponse {
-            event: 100,
-            readout: 1,
-            node: 0,
-            fragments: 12,
-            bytes: 13_200,
-        })
-        .unwrap();
+        c.on_response(&DataResponse { event: 100, readout: 1, node: 0, fragments: 12, bytes: 13_200 }).unwrap();
         // FIFO: event 100's unit 2 goes before event 101's unit 0.
-        assert_eq!(
-            requests(&mut c)
-                .iter()
-                .map(|r| (r.0, r.1.event))
-                .collect::<Vec<_>>(),
-            vec![(2, 100)]
-        );
+        assert_eq!(requests(&mut c).iter().map(|r| (r.0, r.1.event)).collect::<Vec<_>>(), vec![(2, 100)]);
     }
 
     #[test]
     fn unexpected_response_is_an_error_not_a_panic() {
         let mut c = Collector::new(0, Credits::Limited(24), 12);
-        let err = c
-            .on_response(&DataResponse {
-                event: 9,
-                readout: 1,
-                node: 0,
-                fragments: 12,
-                bytes: 1,
-            })
-            .unwrap_err();
-        assert_eq!(
-            err,
-            CollectorError::Unexpected {
-                event: 9,
-                readout: 1
-            }
-        );
+        let err = c.on_response(&DataResponse { event: 9, readout: 1, node: 0, fragments: 12, bytes: 1 }).unwrap_err();
+        assert_eq!(err, CollectorError::Unexpected { event: 9, readout: 1 });
     }
 
     proptest! {

@@ -22,11 +22,7 @@ pub struct CreditError {
 
 impl fmt::Display for CreditError {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(
-            f,
-            "{} credits returned but only {} in use",
-            self.returned, self.in_use
-        )
+        write!(f, "{} credits returned but only {} in use", self.returned, self.in_use)
     }
 }
 
@@ -39,11 +35,7 @@ impl CreditPool {
             Credits::Limited(n) => Some(n),
             Credits::Unlimited => None,
         };
-        CreditPool {
-            capacity,
-            in_use: 0,
-            peak_in_use: 0,
-        }
+        CreditPool { capacity, in_use: 0, peak_in_use: 0 }
     }
 
     /// Takes `n` credits if that many are free; returns whether it did.
@@ -61,10 +53,7 @@ impl CreditPool {
     /// Returns `n` credits.
     pub fn give_back(&mut self, n: u32) -> Result<(), CreditError> {
         if n > self.in_use {
-            return Err(CreditError {
-                returned: n,
-                in_use: self.in_use,
-            });
+            return Err(CreditError { returned: n, in_use: self.in_use });
         }
         self.in_use -= n;
         Ok(())

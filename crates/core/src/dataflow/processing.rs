@@ -47,21 +47,8 @@ pub struct ProcessingUnit {
 impl ProcessingUnit {
     /// Unit `id`, processing each event for `processing_ns` and collecting `collect_fraction`
     /// of the `readout_units` (chosen per event from `seed`).
-    pub fn new(
-        id: PuId,
-        processing_ns: Nanos,
-        collect_fraction: f64,
-        readout_units: u32,
-        seed: u64,
-    ) -> Self {
-        ProcessingUnit {
-            id,
-            state: PuState::WaitingForWork,
-            processing_ns,
-            collect_fraction,
-            readout_units,
-            seed,
-        }
+    pub fn new(id: PuId, processing_ns: Nanos, collect_fraction: f64, readout_units: u32, seed: u64) -> Self {
+        ProcessingUnit { id, state: PuState::WaitingForWork, processing_ns, collect_fraction, readout_units, seed }
     }
 
     /// This unit's id.
@@ -82,12 +69,7 @@ impl ProcessingUnit {
 
     /// The supervisor assigned `event`: start collecting it.
     pub fn on_assign(&mut self, event: EventId) -> PuOutput {
-        debug_assert_eq!(
-            self.state,
-            PuState::WaitingForWork,
-            "PU {} assigned while busy",
-            self.id
-        );
+        debug_assert_eq!(self.state, PuState::WaitingForWork, "PU {} assigned while busy", self.id);
         self.state = PuState::Collecting(event);
         PuOutput::Collect {
             event,

@@ -17,17 +17,9 @@ enum Waiting {
     /// Any order (random picks by index).
     Pool(Vec<PuId>),
     /// Per node, in arrival order; `cursor` is the last node chosen.
-    PerNode {
-        queues: Vec<VecDeque<PuId>>,
-        cursor: usize,
-        count: usize,
-    },
+    PerNode { queues: Vec<VecDeque<PuId>>, cursor: usize, count: usize },
     /// A flag per unit; `cursor` is the last unit chosen.
-    PerPu {
-        waiting: Vec<bool>,
-        cursor: usize,
-        count: usize,
-    },
+    PerPu { waiting: Vec<bool>, cursor: usize, count: usize },
 }
 
 /// The supervisor (HLT supervisor / event manager).
@@ -59,29 +51,16 @@ pub fn startup_order(seed: u64, total_pus: u32) -> Vec<PuId> {
 
 impl Supervisor {
     /// A supervisor for `nodes × pus_per_node` units that will assign `total_events` events.
-    pub fn new(
-        policy: Policy,
-        rate: Rate,
-        nodes: u32,
-        pus_per_node: u32,
-        total_events: u64,
-        seed: u64,
-    ) -> Self {
+    pub fn new(policy: Policy, rate: Rate, nodes: u32, pus_per_node: u32, total_events: u64, seed: u64) -> Self {
         let waiting = match policy {
             Policy::Fcfs => Waiting::Fifo(VecDeque::new()),
             Policy::Random => Waiting::Pool(Vec::new()),
-            Policy::NodeRoundRobin | Policy::NodeLoadBalance => Waiting::PerNode {
-                queues: vec![VecDeque::new(); nodes as usize],
-                cursor: nodes as usize - 1,
-                count: 0,
-            },
+            Policy::NodeRoundRobin | Policy::NodeLoadBalance => {
+                Waiting::PerNode { queues: vec![VecDeque::new(); nodes as usize], cursor: nodes as usize - 1, count: 0 }
+            }
             Policy::PuRoundRobin => {
                 let n = (nodes * pus_per_node) as usize;
-                Waiting::PerPu {
-                    waiting: vec![false; n],
-                    cursor: n - 1,
-                    count: 0,
-                }
+                Waiting::PerPu { waiting: vec![false; n], cursor: n - 1, count: 0 }
             }
         };
         Supervisor {
@@ -118,9 +97,7 @@ impl Supervisor {
     /// Time of the `k`-th trigger (k from 0).
     fn trigger_time(&self, k: u64) -> Option<Nanos> {
         match (self.rate, self.start) {
-            (Rate::Hz(hz), Some(t0)) => {
-                Some(t0 + ((k as f64) * NS_PER_S as f64 / hz).round() as Nanos)
-            }
+            (Rate::Hz(hz), Some(t0)) => Some(t0 + ((k as f64) * NS_PER_S as f64 / hz).round() as Nanos),
             _ => None,
         }
     }
@@ -135,9 +112,7 @@ impl Supervisor {
 
     /// Time passes: make available every event whose trigger time has come.
     pub fn on_timeout(&mut self, now: Nanos) {
-        while self.triggered < self.total_events
-            && self.trigger_time(self.triggered).is_some_and(|t| t <= now)
-        {
+        while self.triggered < self.total_events && self.trigger_time(self.triggered).is_some_and(|t| t <= now) {
             self.triggered += 1;
         }
     }
@@ -203,11 +178,7 @@ impl Supervisor {
                 let i = self.rng.random_range(0..v.len());
                 v.swap_remove(i)
             }
-            Waiting::PerNode {
-                queues,
-                cursor,
-                count,
-            } => {
+            Waiting::PerNode { queues, cursor, count } => {
                 let n = queues.len();
                 let order = (1..=n).map(|d| (*cursor + d) % n);
                 let node = if policy == Policy::NodeRoundRobin {
@@ -216,9 +187,7 @@ impl Supervisor {
                     // Most waiting units; ties go to the first node after the cursor.
                     let mut best: Option<usize> = None;
                     for i in order {
-                        if !queues[i].is_empty()
-                            && best.is_none_or(|b| queues[i].len() > queues[b].len())
-                        {
+                        if !queues[i].is_empty() && best.is_none_or(|b| queues[i].len() > queues[b].len()) {
                             best = Some(i);
                         }
                     }
@@ -229,16 +198,9 @@ impl Supervisor {
                 *count -= 1;
                 queues[node].pop_front().expect("non-empty")
             }
-            Waiting::PerPu {
-                waiting,
-                cursor,
-                count,
-            } => {
+            Waiting::PerPu { waiting, cursor, count } => {
                 let n = waiting.len();
-                let pu = (1..=n)
-                    .map(|d| (*cursor + d) % n)
-                    .find(|&i| waiting[i])
-                    .expect("non-empty");
+                let pu = (1..=n).map(|d| (*cursor + d) % n).find(|&i| waiting[i]).expect("non-empty");
                 waiting[pu] = false;
                 *cursor = pu;
                 *count -= 1;
@@ -253,9 +215,7 @@ mod tests {
     use super::*;
 
     fn assign_all(s: &mut Supervisor) -> Vec<PuId> {
-        std::iter::from_fn(|| s.poll_assignment())
-            .map(|a| a.pu)
-            .collect()
+        std::iter::from_fn(|| s.poll_assignment()).map(|a| a.pu).collect()
     }
 
     fn sup(policy: Policy) -> Supervisor {
@@ -310,11 +270,7 @@ mod tests {
             s.on_ready(pu);
         }
         let mut got = assign_all(&mut s);
-        assert_ne!(
-            got,
-            vec![0, 1, 2, 3, 4, 5],
-            "a seeded shuffle of 6 is not the identity for this seed"
-        );
+        assert_ne!(got, vec![0, 1, 2, 3, 4, 5], "a seeded shuffle of 6 is not the identity for this seed");
         got.sort_unstable();
         assert_eq!(got, vec![0, 1, 2, 3, 4, 5]);
     }

@@ -49,9 +49,9 @@ impl<'de> Deserialize<'de> for Credits {
                 f.write_str("a number of credits (integer ≥ 1) or \"unlimited\"")
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<Credits, E> {
-                u32::try_from(v).map(Credits::Limited).map_err(|_| {
-                    E::custom(format!("{v} credits is out of range (0 ..= 4294967295)"))
-                })
+                u32::try_from(v)
+                    .map(Credits::Limited)
+                    .map_err(|_| E::custom(format!("{v} credits is out of range (0 ..= 4294967295)")))
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Credits, E> {
                 self.visit_i64(i64::try_from(v).unwrap_or(-1))
@@ -59,9 +59,7 @@ impl<'de> Deserialize<'de> for Credits {
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Credits, E> {
                 match v {
                     "unlimited" => Ok(Credits::Unlimited),
-                    _ => Err(E::custom(format!(
-                        "`{v}` is not a credit count: use an integer or \"unlimited\""
-                    ))),
+                    _ => Err(E::custom(format!("`{v}` is not a credit count: use an integer or \"unlimited\""))),
                 }
             }
         }
@@ -89,9 +87,7 @@ impl<'de> Deserialize<'de> for Rate {
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Rate, E> {
                 match v {
                     "unbounded" => Ok(Rate::Unbounded),
-                    _ => Err(E::custom(format!(
-                        "`{v}` is not a rate: use a number of Hz or \"unbounded\""
-                    ))),
+                    _ => Err(E::custom(format!("`{v}` is not a rate: use a number of Hz or \"unbounded\""))),
                 }
             }
         }

@@ -21,7 +21,8 @@ credits_per_node = 480       # traffic-shaping credits per node (one per request
 processing_time_ns = 100000000   # a unit processes each event for this long after collecting it
 collect_fraction = 1.0       # fraction of readout units a unit collects from per event, (0, 1]
 request_bytes = 64           # size of a data request message
-readout_service_ns = 100000  # readout unit: request received -> response handed to TCP
+readout_service_ns = 50000   # readout unit: request received -> response handed to TCP, at least
+readout_service_jitter_ns = 400000  # plus a uniform extra delay in [0, this), drawn per request
 
 [system.supervisor]
 rate_hz = 750.0              # events assigned per second, or "unbounded" (whenever a unit asks)

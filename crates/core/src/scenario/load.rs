@@ -21,11 +21,7 @@ impl fmt::Display for ScenarioError {
         if self.field.is_empty() {
             write!(f, "{}: {}", self.origin, self.message)
         } else {
-            write!(
-                f,
-                "{}: field `{}`: {}",
-                self.origin, self.field, self.message
-            )
+            write!(f, "{}: field `{}`: {}", self.origin, self.field, self.message)
         }
     }
 }
@@ -67,55 +63,30 @@ pub fn load(path: &Path, sets: &[String]) -> Result<Scenario, ScenarioErrors> {
 /// Like [`load`], from text; `origin` names the text in errors.
 pub fn parse_str(text: &str, origin: &str, sets: &[String]) -> Result<Scenario, ScenarioErrors> {
     let one = |field: &str, message: String| {
-        ScenarioErrors(vec![ScenarioError {
-            origin: origin.to_string(),
-            field: field.to_string(),
-            message,
-        }])
+        ScenarioErrors(vec![ScenarioError { origin: origin.to_string(), field: field.to_string(), message }])
     };
-    let mut table: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| one("", format!("not valid TOML: {e}")))?;
+    let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| one("", format!("not valid TOML: {e}")))?;
     let mut set_paths = Vec::new();
     for set in sets {
         let path = apply_set(&mut table, set).map_err(|m| {
-            ScenarioErrors(vec![ScenarioError {
-                origin: format!("--set {set}"),
-                field: String::new(),
-                message: m,
-            }])
+            ScenarioErrors(vec![ScenarioError { origin: format!("--set {set}"), field: String::new(), message: m }])
         })?;
         set_paths.push((path, set.clone()));
     }
     let table = merge(defaults_for(&table), table);
-    let scenario: Scenario =
-        serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
-            let field = e.path().to_string();
-            // toml appends "in `path`" lines; the path is reported separately.
-            let message = e
-                .inner()
-                .to_string()
-                .lines()
-                .filter(|l| !l.starts_with("in `"))
-                .collect::<Vec<_>>()
-                .join(" ");
-            let message = message.trim().to_string();
-            let origin = set_paths
-                .iter()
-                .rev()
-                .find(|(p, _)| {
-                    field == *p
-                        || field.starts_with(&format!("{p}."))
-                        || p.starts_with(&format!("{field}."))
-                })
-                .map(|(_, s)| format!("{origin} with --set {s}"))
-                .unwrap_or_else(|| origin.to_string());
-            ScenarioErrors(vec![ScenarioError {
-                origin,
-                field,
-                message,
-            }])
-        })?;
+    let scenario: Scenario = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let field = e.path().to_string();
+        // toml appends "in `path`" lines; the path is reported separately.
+        let message = e.inner().to_string().lines().filter(|l| !l.starts_with("in `")).collect::<Vec<_>>().join(" ");
+        let message = message.trim().to_string();
+        let origin = set_paths
+            .iter()
+            .rev()
+            .find(|(p, _)| field == *p || field.starts_with(&format!("{p}.")) || p.starts_with(&format!("{field}.")))
+            .map(|(_, s)| format!("{origin} with --set {s}"))
+            .unwrap_or_else(|| origin.to_string());
+        ScenarioErrors(vec![ScenarioError { origin, field, message }])
+    })?;
     let scenario = scenario.with_defaults();
     let errors = scenario.validate();
     if errors.is_empty() {
@@ -124,11 +95,7 @@ pub fn parse_str(text: &str, origin: &str, sets: &[String]) -> Result<Scenario, 
         Err(ScenarioErrors(
             errors
                 .into_iter()
-                .map(|(field, message)| ScenarioError {
-                    origin: origin.to_string(),
-                    field,
-                    message,
-                })
+                .map(|(field, message)| ScenarioError { origin: origin.to_string(), field, message })
                 .collect(),
         ))
     }
@@ -137,10 +104,7 @@ pub fn parse_str(text: &str, origin: &str, sets: &[String]) -> Result<Scenario, 
 /// The default scenario for the topology the user's table asks for, as a TOML table.
 fn defaults_for(user: &toml::Table) -> toml::Table {
     let mut base = Scenario::default();
-    let topology = user
-        .get("network")
-        .and_then(|n| n.get("topology"))
-        .and_then(|t| t.as_str());
+    let topology = user.get("network").and_then(|n| n.get("topology")).and_then(|t| t.as_str());
     if topology == Some("star") {
         base.network.topology = Topology::Star;
     }
@@ -165,27 +129,23 @@ fn merge(mut base: toml::Table, over: toml::Table) -> toml::Table {
 }
 
 fn same_tag(base: &toml::Table, over: &toml::Table) -> bool {
-    ["scheme", "law"]
-        .iter()
-        .all(|tag| match (base.get(*tag), over.get(*tag)) {
-            (Some(b), Some(o)) => b == o,
-            _ => true,
-        })
+    ["scheme", "law"].iter().all(|tag| match (base.get(*tag), over.get(*tag)) {
+        (Some(b), Some(o)) => b == o,
+        _ => true,
+    })
 }
 
 /// Applies one `dotted.path=value` override to a TOML table and returns the path. The value is
 /// read as a TOML value (`480`, `1e9`, `true`, `"fcfs"`, `{ scheme = "dedicated", port_bytes = 1 }`);
 /// anything that is not valid TOML is taken as a plain string (`fcfs`, `10G`).
 pub fn apply_set(table: &mut toml::Table, set: &str) -> Result<String, String> {
-    let (path, raw) = set.split_once('=').ok_or_else(|| {
-        "expected dotted.path=value, e.g. system.credits_per_node=480".to_string()
-    })?;
+    let (path, raw) = set
+        .split_once('=')
+        .ok_or_else(|| "expected dotted.path=value, e.g. system.credits_per_node=480".to_string())?;
     let path = path.trim();
     let raw = raw.trim();
     if path.is_empty() || path.split('.').any(|k| k.is_empty()) {
-        return Err(format!(
-            "`{path}` is not a dotted field path (e.g. network.tcp.min_rto_ns)"
-        ));
+        return Err(format!("`{path}` is not a dotted field path (e.g. network.tcp.min_rto_ns)"));
     }
     let value = match format!("v = {raw}").parse::<toml::Table>() {
         Ok(mut t) => t.remove("v").expect("parsed key"),
@@ -194,15 +154,10 @@ pub fn apply_set(table: &mut toml::Table, set: &str) -> Result<String, String> {
     let keys: Vec<&str> = path.split('.').collect();
     let mut cur = table;
     for (i, key) in keys[..keys.len() - 1].iter().enumerate() {
-        let entry = cur
-            .entry(key.to_string())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        cur = entry.as_table_mut().ok_or_else(|| {
-            format!(
-                "`{}` is a value, not a table, so `{path}` cannot be set",
-                keys[..=i].join(".")
-            )
-        })?;
+        let entry = cur.entry(key.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        cur = entry
+            .as_table_mut()
+            .ok_or_else(|| format!("`{}` is a value, not a table, so `{path}` cannot be set", keys[..=i].join(".")))?;
     }
     cur.insert(keys[keys.len() - 1].to_string(), value);
     Ok(path.to_string())

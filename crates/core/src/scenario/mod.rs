@@ -52,8 +52,12 @@ pub struct System {
     /// Size of one data request message on the wire (application payload), in bytes.
     #[serde(deserialize_with = "de_bytes_u32")]
     pub request_bytes: u32,
-    /// Delay between a readout unit receiving a request and handing its response to TCP, in ns.
+    /// Least delay between a readout unit receiving a request and handing its response to TCP,
+    /// in ns.
     pub readout_service_ns: u64,
+    /// Extra service delay, uniform in `[0, readout_service_jitter_ns)`, drawn per request from
+    /// the seed (readout software does not answer in lock-step), in ns.
+    pub readout_service_jitter_ns: u64,
     /// The supervisor: assignment rate and policy.
     pub supervisor: SupervisorConfig,
 }
@@ -91,13 +95,8 @@ pub enum Policy {
 
 impl Policy {
     /// All policies, in the order of seed 003 §7.1.
-    pub const ALL: [Policy; 5] = [
-        Policy::Fcfs,
-        Policy::Random,
-        Policy::NodeRoundRobin,
-        Policy::NodeLoadBalance,
-        Policy::PuRoundRobin,
-    ];
+    pub const ALL: [Policy; 5] =
+        [Policy::Fcfs, Policy::Random, Policy::NodeRoundRobin, Policy::NodeLoadBalance, Policy::PuRoundRobin];
 
     /// The name used in scenario files.
     pub fn name(self) -> &'static str {
@@ -335,7 +334,8 @@ impl Default for System {
             processing_time_ns: 100_000_000,
             collect_fraction: 1.0,
             request_bytes: 64,
-            readout_service_ns: 100_000,
+            readout_service_ns: 50_000,
+            readout_service_jitter_ns: 400_000,
             supervisor: SupervisorConfig::default(),
         }
     }
@@ -343,11 +343,7 @@ impl Default for System {
 
 impl Default for SupervisorConfig {
     fn default() -> Self {
-        SupervisorConfig {
-            rate_hz: Rate::Hz(750.0),
-            policy: Policy::Fcfs,
-            control_delay_ns: 50_000,
-        }
+        SupervisorConfig { rate_hz: Rate::Hz(750.0), policy: Policy::Fcfs, control_delay_ns: 50_000 }
     }
 }
 
@@ -372,11 +368,7 @@ impl Default for Network {
 impl Network {
     /// Default star switch: a 4 MB dedicated buffer per port.
     pub fn default_switch() -> SwitchConfig {
-        SwitchConfig {
-            buffer: BufferConfig::Dedicated {
-                port_bytes: 4_000_000,
-            },
-        }
+        SwitchConfig { buffer: BufferConfig::Dedicated { port_bytes: 4_000_000 } }
     }
 
     /// Default readout group switch (seed 003 §4.1): 16 hosts, 10GbE uplinks, under-subscribed,
@@ -385,31 +377,18 @@ impl Network {
         AccessSwitch {
             hosts: 16,
             uplink_bps: 10_000_000_000,
-            buffer: BufferConfig::Dedicated {
-                port_bytes: 4_000_000,
-            },
+            buffer: BufferConfig::Dedicated { port_bytes: 4_000_000 },
         }
     }
 
     /// Default top-of-rack switch: seed 003 "Switch 1", 600 kB dedicated per port.
     pub fn default_rack_switch() -> AccessSwitch {
-        AccessSwitch {
-            hosts: 40,
-            uplink_bps: 10_000_000_000,
-            buffer: BufferConfig::Dedicated {
-                port_bytes: 600_000,
-            },
-        }
+        AccessSwitch { hosts: 40, uplink_bps: 10_000_000_000, buffer: BufferConfig::Dedicated { port_bytes: 600_000 } }
     }
 
     /// Default core: two deep-buffered routers.
     pub fn default_core() -> CoreConfig {
-        CoreConfig {
-            routers: 2,
-            buffer: BufferConfig::Deep {
-                port_bytes: deep_default(),
-            },
-        }
+        CoreConfig { routers: 2, buffer: BufferConfig::Deep { port_bytes: deep_default() } }
     }
 
     /// TCP maximum segment size in bytes for this MTU (IPv4 20 + TCP 20 + timestamps 12).
@@ -440,12 +419,7 @@ impl Default for TcpConfig {
 
 impl Default for Run {
     fn default() -> Self {
-        Run {
-            events: 2000,
-            warmup_events: 500,
-            seed: 1,
-            time_limit_s: 600.0,
-        }
+        Run { events: 2000, warmup_events: 500, seed: 1, time_limit_s: 600.0 }
     }
 }
 
@@ -460,10 +434,8 @@ impl Scenario {
                 n.switch.get_or_insert_with(Network::default_switch);
             }
             Topology::TwoTier => {
-                n.readout_switch
-                    .get_or_insert_with(Network::default_readout_switch);
-                n.rack_switch
-                    .get_or_insert_with(Network::default_rack_switch);
+                n.readout_switch.get_or_insert_with(Network::default_readout_switch);
+                n.rack_switch.get_or_insert_with(Network::default_rack_switch);
                 n.core.get_or_insert_with(Network::default_core);
             }
         }

@@ -22,19 +22,13 @@ fn buffer(p: &mut Problems, field: &str, b: &BufferConfig, mtu_frame: u64) {
             &format!("{field}.port_bytes"),
             format!("is {port_bytes}; must hold at least one full frame ({mtu_frame} bytes)"),
         ),
-        BufferConfig::Shared {
-            pool_bytes,
-            ports_per_pool,
-            port_cap_bytes,
-        } => {
+        BufferConfig::Shared { pool_bytes, ports_per_pool, port_cap_bytes } => {
             positive(p, &format!("{field}.ports_per_pool"), ports_per_pool as u64);
             need(
                 p,
                 port_cap_bytes >= mtu_frame,
                 &format!("{field}.port_cap_bytes"),
-                format!(
-                    "is {port_cap_bytes}; must hold at least one full frame ({mtu_frame} bytes)"
-                ),
+                format!("is {port_cap_bytes}; must hold at least one full frame ({mtu_frame} bytes)"),
             );
             need(
                 p,
@@ -53,11 +47,7 @@ impl Scenario {
         let mut p = Problems::new();
         let s = &self.system;
         positive(&mut p, "system.readout_units", s.readout_units as u64);
-        positive(
-            &mut p,
-            "system.fragments_per_unit",
-            s.fragments_per_unit as u64,
-        );
+        positive(&mut p, "system.fragments_per_unit", s.fragments_per_unit as u64);
         positive(&mut p, "system.nodes", s.nodes as u64);
         positive(&mut p, "system.pus_per_node", s.pus_per_node as u64);
         positive(&mut p, "system.request_bytes", s.request_bytes as u64);
@@ -68,16 +58,8 @@ impl Scenario {
             format!("is {}; must be in (0, 1]", s.collect_fraction),
         );
         match s.fragment_size {
-            FragmentSize::Fixed { bytes } => {
-                positive(&mut p, "system.fragment_size.bytes", bytes as u64)
-            }
-            FragmentSize::LognormalNormal {
-                base_bytes,
-                event_mu,
-                event_sigma,
-                fragment_sd_bytes,
-                min_bytes,
-            } => {
+            FragmentSize::Fixed { bytes } => positive(&mut p, "system.fragment_size.bytes", bytes as u64),
+            FragmentSize::LognormalNormal { base_bytes, event_mu, event_sigma, fragment_sd_bytes, min_bytes } => {
                 positive(&mut p, "system.fragment_size.base_bytes", base_bytes as u64);
                 positive(&mut p, "system.fragment_size.min_bytes", min_bytes as u64);
                 need(
@@ -160,10 +142,7 @@ impl Scenario {
                      [network.rack_switch] and [network.core]; remove it or set topology = \"star\""
                         .to_string(),
                 );
-                for (sw, name) in [
-                    (&n.readout_switch, "readout_switch"),
-                    (&n.rack_switch, "rack_switch"),
-                ] {
+                for (sw, name) in [(&n.readout_switch, "readout_switch"), (&n.rack_switch, "rack_switch")] {
                     if let Some(sw) = sw {
                         positive(&mut p, &format!("network.{name}.hosts"), sw.hosts as u64);
                         positive(&mut p, &format!("network.{name}.uplink_bps"), sw.uplink_bps);
@@ -182,39 +161,21 @@ impl Scenario {
             }
         }
         let t = &n.tcp;
-        positive(
-            &mut p,
-            "network.tcp.initial_cwnd_segments",
-            t.initial_cwnd_segments as u64,
-        );
-        positive(
-            &mut p,
-            "network.tcp.static_cwnd_segments",
-            t.static_cwnd_segments as u64,
-        );
+        positive(&mut p, "network.tcp.initial_cwnd_segments", t.initial_cwnd_segments as u64);
+        positive(&mut p, "network.tcp.static_cwnd_segments", t.static_cwnd_segments as u64);
         positive(&mut p, "network.tcp.min_rto_ns", t.min_rto_ns);
-        positive(
-            &mut p,
-            "network.tcp.dupack_threshold",
-            t.dupack_threshold as u64,
-        );
+        positive(&mut p, "network.tcp.dupack_threshold", t.dupack_threshold as u64);
         need(
             &mut p,
             t.max_rto_ns >= t.min_rto_ns,
             "network.tcp.max_rto_ns",
-            format!(
-                "is {}; must be ≥ network.tcp.min_rto_ns ({})",
-                t.max_rto_ns, t.min_rto_ns
-            ),
+            format!("is {}; must be ≥ network.tcp.min_rto_ns ({})", t.max_rto_ns, t.min_rto_ns),
         );
         need(
             &mut p,
             t.initial_rto_ns >= t.min_rto_ns,
             "network.tcp.initial_rto_ns",
-            format!(
-                "is {}; must be ≥ network.tcp.min_rto_ns ({})",
-                t.initial_rto_ns, t.min_rto_ns
-            ),
+            format!("is {}; must be ≥ network.tcp.min_rto_ns ({})", t.initial_rto_ns, t.min_rto_ns),
         );
         positive(&mut p, "network.tcp.delayed_ack_ns", t.delayed_ack_ns);
 

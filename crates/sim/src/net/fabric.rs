@@ -51,18 +51,8 @@ impl Builder {
         self.f.switch_names.len() as u32 - 1
     }
 
-    fn port(
-        &mut self,
-        name: String,
-        rate: u64,
-        delay: u64,
-        buffer: PortBuffer,
-        on_switch: bool,
-        peer: NodeRef,
-    ) -> u32 {
-        self.f
-            .ports
-            .push(Port::new(name, rate, delay, buffer, on_switch));
+    fn port(&mut self, name: String, rate: u64, delay: u64, buffer: PortBuffer, on_switch: bool, peer: NodeRef) -> u32 {
+        self.f.ports.push(Port::new(name, rate, delay, buffer, on_switch));
         self.f.peer.push(peer);
         self.f.ports.len() as u32 - 1
     }
@@ -75,19 +65,12 @@ impl Builder {
                     self.f.ports[p as usize].buffer = PortBuffer::Dedicated(port_bytes);
                 }
             }
-            BufferConfig::Shared {
-                pool_bytes,
-                ports_per_pool,
-                port_cap_bytes,
-            } => {
+            BufferConfig::Shared { pool_bytes, ports_per_pool, port_cap_bytes } => {
                 for group in ports.chunks(ports_per_pool as usize) {
                     let pool = self.f.pools.add(pool_bytes);
                     for &p in group {
                         self.f.pools.join(pool, p);
-                        self.f.ports[p as usize].buffer = PortBuffer::Shared {
-                            pool,
-                            cap: port_cap_bytes,
-                        };
+                        self.f.ports[p as usize].buffer = PortBuffer::Shared { pool, cap: port_cap_bytes };
                     }
                 }
             }
@@ -134,23 +117,10 @@ impl Fabric {
         let attach = |b: &mut Builder, s: u32, h: u32| -> u32 {
             let sw = b.f.switch_names[s as usize].clone();
             let hn = host_name(h, readout_units);
-            let nic = b.port(
-                format!("{hn}->{sw}"),
-                host_rate(h),
-                d,
-                PortBuffer::Unlimited,
-                false,
-                NodeRef::Switch(s),
-            );
+            let nic = b.port(format!("{hn}->{sw}"), host_rate(h), d, PortBuffer::Unlimited, false, NodeRef::Switch(s));
             b.f.host_nic[h as usize] = nic;
-            let p = b.port(
-                format!("{sw}->{hn}"),
-                host_rate(h),
-                into_host,
-                PortBuffer::Unlimited,
-                true,
-                NodeRef::Host(h),
-            );
+            let p =
+                b.port(format!("{sw}->{hn}"), host_rate(h), into_host, PortBuffer::Unlimited, true, NodeRef::Host(h));
             b.f.fwd[s as usize][h as usize] = p;
             p
         };
@@ -162,30 +132,18 @@ impl Fabric {
                 b.apply_buffer(&ports, &cfg.buffer);
             }
             Topology::TwoTier => {
-                let ro = net
-                    .readout_switch
-                    .as_ref()
-                    .expect("two_tier has [network.readout_switch]");
-                let rack = net
-                    .rack_switch
-                    .as_ref()
-                    .expect("two_tier has [network.rack_switch]");
+                let ro = net.readout_switch.as_ref().expect("two_tier has [network.readout_switch]");
+                let rack = net.rack_switch.as_ref().expect("two_tier has [network.rack_switch]");
                 let core = net.core.as_ref().expect("two_tier has [network.core]");
                 b.f.cores = core.routers;
-                let cores: Vec<u32> = (0..core.routers)
-                    .map(|c| b.switch(format!("core{c}"), hosts))
-                    .collect();
+                let cores: Vec<u32> = (0..core.routers).map(|c| b.switch(format!("core{c}"), hosts)).collect();
                 let mut core_ports: Vec<Vec<u32>> = vec![Vec::new(); cores.len()];
-                let groups = [
-                    ("ro", 0..readout_units, ro),
-                    ("rack", readout_units..readout_units + nodes, rack),
-                ];
+                let groups = [("ro", 0..readout_units, ro), ("rack", readout_units..readout_units + nodes, rack)];
                 for (prefix, range, cfg) in groups {
                     let members: Vec<u32> = range.collect();
                     for (i, chunk) in members.chunks(cfg.hosts as usize).enumerate() {
                         let s = b.switch(format!("{prefix}{i}"), hosts);
-                        let mut ports: Vec<u32> =
-                            chunk.iter().map(|&h| attach(&mut b, s, h)).collect();
+                        let mut ports: Vec<u32> = chunk.iter().map(|&h| attach(&mut b, s, h)).collect();
                         let sw = b.f.switch_names[s as usize].clone();
                         for (c, &cs) in cores.iter().enumerate() {
                             let cn = b.f.switch_names[cs as usize].clone();
@@ -250,8 +208,7 @@ impl Fabric {
             .iter()
             .map(|&p| {
                 let port = &self.ports[p as usize];
-                serialization_ps(wire_bytes(frame_bytes), port.rate_bps).div_ceil(1000)
-                    + port.delay_ns
+                serialization_ps(wire_bytes(frame_bytes), port.rate_bps).div_ceil(1000) + port.delay_ns
             })
             .sum()
     }
@@ -267,19 +224,9 @@ mod tests {
         let s = Scenario::default().with_defaults();
         let f = Fabric::build(&s.network, 160, 39);
         // ru5 -> ro0 -> core1 -> rack0 -> node3 (host 163).
-        let names: Vec<&str> = f
-            .path(5, 163, 1)
-            .iter()
-            .map(|&p| f.ports[p as usize].name.as_str())
-            .collect();
-        assert_eq!(
-            names,
-            vec!["ru5->ro0", "ro0->core1", "core1->rack0", "rack0->node3"]
-        );
-        assert_eq!(
-            f.ports[f.path(5, 163, 1)[3] as usize].buffer,
-            PortBuffer::Dedicated(600_000)
-        );
+        let names: Vec<&str> = f.path(5, 163, 1).iter().map(|&p| f.ports[p as usize].name.as_str()).collect();
+        assert_eq!(names, vec!["ru5->ro0", "ro0->core1", "core1->rack0", "rack0->node3"]);
+        assert_eq!(f.ports[f.path(5, 163, 1)[3] as usize].buffer, PortBuffer::Dedicated(600_000));
         // 10 readout groups, 1 rack, 2 cores.
         assert_eq!(f.switch_names.len(), 13);
     }
@@ -290,11 +237,7 @@ mod tests {
         s.network.topology = Topology::Star;
         let s = s.with_defaults();
         let f = Fabric::build(&s.network, 4, 1);
-        let names: Vec<&str> = f
-            .path(0, 4, 0)
-            .iter()
-            .map(|&p| f.ports[p as usize].name.as_str())
-            .collect();
+        let names: Vec<&str> = f.path(0, 4, 0).iter().map(|&p| f.ports[p as usize].name.as_str()).collect();
         assert_eq!(names, vec!["ru0->sw", "sw->node0"]);
     }
 }

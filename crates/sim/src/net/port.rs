@@ -40,12 +40,7 @@ struct Pool {
 impl BufferPools {
     /// Adds a pool of `capacity` bytes and returns its index.
     pub fn add(&mut self, capacity: u64) -> u32 {
-        self.pools.push(Pool {
-            capacity,
-            used: 0,
-            peak: 0,
-            members: Vec::new(),
-        });
+        self.pools.push(Pool { capacity, used: 0, peak: 0, members: Vec::new() });
         self.pools.len() as u32 - 1
     }
 
@@ -104,13 +99,7 @@ pub enum Admission {
 
 impl Port {
     /// A port sending at `rate_bps` with `delay_ns` to its peer.
-    pub fn new(
-        name: String,
-        rate_bps: u64,
-        delay_ns: u64,
-        buffer: PortBuffer,
-        on_switch: bool,
-    ) -> Self {
+    pub fn new(name: String, rate_bps: u64, delay_ns: u64, buffer: PortBuffer, on_switch: bool) -> Self {
         Port {
             name,
             rate_bps,
@@ -162,13 +151,7 @@ impl Port {
 /// Offers a frame of `frame_bytes` (header to FCS) to port `id` at time `now_ns`. It is admitted
 /// exactly when it fits: queued bytes plus the frame within the port's buffer (and, for a shared
 /// buffer, within the pool).
-pub fn offer(
-    ports: &mut [Port],
-    pools: &mut BufferPools,
-    id: u32,
-    now_ns: u64,
-    frame_bytes: u32,
-) -> Admission {
+pub fn offer(ports: &mut [Port], pools: &mut BufferPools, id: u32, now_ns: u64, frame_bytes: u32) -> Admission {
     let now_ps = now_ns * 1000;
     let buffer = ports[id as usize].buffer;
     let fits = match buffer {
@@ -186,8 +169,7 @@ pub fn offer(
             }
             let p = &ports[id as usize];
             let pl = &pools.pools[pool as usize];
-            p.queued_bytes + frame_bytes as u64 <= cap
-                && pl.used + frame_bytes as u64 <= pl.capacity
+            p.queued_bytes + frame_bytes as u64 <= cap && pl.used + frame_bytes as u64 <= pl.capacity
         }
     };
     let p = &mut ports[id as usize];
@@ -200,9 +182,7 @@ pub fn offer(
         pl.used += frame_bytes as u64;
         pl.peak = pl.peak.max(pl.used);
     }
-    Admission::Sent {
-        arrival_ns: p.enqueue(now_ps, frame_bytes),
-    }
+    Admission::Sent { arrival_ns: p.enqueue(now_ps, frame_bytes) }
 }
 
 #[cfg(test)]
@@ -215,120 +195,47 @@ mod tests {
     fn dedicated_buffer_drops_exactly_when_a_frame_would_not_fit() {
         let mut pools = BufferPools::default();
         // Room for exactly 3 frames of 1000 bytes, plus 999 bytes.
-        let mut ports = vec![Port::new(
-            "p".into(),
-            GBE,
-            0,
-            PortBuffer::Dedicated(3999),
-            true,
-        )];
+        let mut ports = vec![Port::new("p".into(), GBE, 0, PortBuffer::Dedicated(3999), true)];
         for _ in 0..3 {
-            assert!(matches!(
-                offer(&mut ports, &mut pools, 0, 0, 1000),
-                Admission::Sent { .. }
-            ));
+            assert!(matches!(offer(&mut ports, &mut pools, 0, 0, 1000), Admission::Sent { .. }));
         }
-        assert_eq!(
-            offer(&mut ports, &mut pools, 0, 0, 1000),
-            Admission::Dropped
-        );
-        assert!(
-            matches!(
-                offer(&mut ports, &mut pools, 0, 0, 999),
-                Admission::Sent { .. }
-            ),
-            "999 bytes fit exactly"
-        );
-        assert_eq!(
-            offer(&mut ports, &mut pools, 0, 0, 1),
-            Admission::Dropped,
-            "the buffer is exactly full"
-        );
+        assert_eq!(offer(&mut ports, &mut pools, 0, 0, 1000), Admission::Dropped);
+        assert!(matches!(offer(&mut ports, &mut pools, 0, 0, 999), Admission::Sent { .. }), "999 bytes fit exactly");
+        assert_eq!(offer(&mut ports, &mut pools, 0, 0, 1), Admission::Dropped, "the buffer is exactly full");
         assert_eq!(ports[0].drops, 2);
         assert_eq!(ports[0].peak_bytes, 3999);
         // The first frame (1020 wire bytes at 1 Gb/s = 8160 ns) leaves at 8160 ns, not before.
-        assert_eq!(
-            offer(&mut ports, &mut pools, 0, 8159, 1000),
-            Admission::Dropped
-        );
-        assert!(matches!(
-            offer(&mut ports, &mut pools, 0, 8160, 1000),
-            Admission::Sent { .. }
-        ));
+        assert_eq!(offer(&mut ports, &mut pools, 0, 8159, 1000), Admission::Dropped);
+        assert!(matches!(offer(&mut ports, &mut pools, 0, 8160, 1000), Admission::Sent { .. }));
     }
 
     #[test]
     fn frames_leave_back_to_back_at_line_rate() {
         let mut pools = BufferPools::default();
-        let mut ports = vec![Port::new(
-            "p".into(),
-            GBE,
-            500,
-            PortBuffer::Unlimited,
-            false,
-        )];
+        let mut ports = vec![Port::new("p".into(), GBE, 500, PortBuffer::Unlimited, false)];
         let a = offer(&mut ports, &mut pools, 0, 0, 1518);
         let b = offer(&mut ports, &mut pools, 0, 0, 1518);
-        assert_eq!(
-            a,
-            Admission::Sent {
-                arrival_ns: 12_304 + 500
-            }
-        );
-        assert_eq!(
-            b,
-            Admission::Sent {
-                arrival_ns: 2 * 12_304 + 500
-            }
-        );
+        assert_eq!(a, Admission::Sent { arrival_ns: 12_304 + 500 });
+        assert_eq!(b, Admission::Sent { arrival_ns: 2 * 12_304 + 500 });
     }
 
     #[test]
     fn shared_pool_limits_the_sum_and_the_port_cap_limits_each_port() {
         let mut pools = BufferPools::default();
         let pool = pools.add(3000);
-        let mut ports: Vec<Port> = (0..2)
-            .map(|i| {
-                Port::new(
-                    format!("p{i}"),
-                    GBE,
-                    0,
-                    PortBuffer::Shared { pool, cap: 2000 },
-                    true,
-                )
-            })
-            .collect();
+        let mut ports: Vec<Port> =
+            (0..2).map(|i| Port::new(format!("p{i}"), GBE, 0, PortBuffer::Shared { pool, cap: 2000 }, true)).collect();
         pools.join(pool, 0);
         pools.join(pool, 1);
-        assert!(matches!(
-            offer(&mut ports, &mut pools, 0, 0, 1000),
-            Admission::Sent { .. }
-        ));
-        assert!(matches!(
-            offer(&mut ports, &mut pools, 0, 0, 1000),
-            Admission::Sent { .. }
-        ));
-        assert_eq!(
-            offer(&mut ports, &mut pools, 0, 0, 1),
-            Admission::Dropped,
-            "port cap 2000 reached"
-        );
-        assert!(matches!(
-            offer(&mut ports, &mut pools, 1, 0, 1000),
-            Admission::Sent { .. }
-        ));
-        assert_eq!(
-            offer(&mut ports, &mut pools, 1, 0, 1),
-            Admission::Dropped,
-            "pool 3000 full"
-        );
+        assert!(matches!(offer(&mut ports, &mut pools, 0, 0, 1000), Admission::Sent { .. }));
+        assert!(matches!(offer(&mut ports, &mut pools, 0, 0, 1000), Admission::Sent { .. }));
+        assert_eq!(offer(&mut ports, &mut pools, 0, 0, 1), Admission::Dropped, "port cap 2000 reached");
+        assert!(matches!(offer(&mut ports, &mut pools, 1, 0, 1000), Admission::Sent { .. }));
+        assert_eq!(offer(&mut ports, &mut pools, 1, 0, 1), Admission::Dropped, "pool 3000 full");
         assert_eq!(pools.used(pool), 3000);
-        // Port 0's first frame finishes at 8160 ns: the pool has room for exactly 1000 again.
-        assert!(matches!(
-            offer(&mut ports, &mut pools, 1, 8160, 1000),
-            Admission::Sent { .. }
-        ));
-        assert_eq!(pools.used(pool), 3000);
+        // At 8160 ns the first frame of each port has been sent: 2000 bytes leave the pool.
+        assert!(matches!(offer(&mut ports, &mut pools, 1, 8160, 1000), Admission::Sent { .. }));
+        assert_eq!(pools.used(pool), 2000);
         assert_eq!(pools.peak(pool), 3000);
     }
 }

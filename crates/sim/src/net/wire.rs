@@ -27,8 +27,7 @@ pub fn sack_option_bytes(blocks: usize) -> u32 {
 /// Ethernet frame bytes (header to FCS, padded to the minimum) of a segment with `payload`
 /// bytes and `sack_blocks` SACK blocks. This is what a switch buffer holds.
 pub fn frame_bytes(payload: u32, sack_blocks: usize) -> u32 {
-    (ETH_HEADER_FCS_BYTES + SEGMENT_HEADER_BYTES + sack_option_bytes(sack_blocks) + payload)
-        .max(ETH_MIN_FRAME_BYTES)
+    (ETH_HEADER_FCS_BYTES + SEGMENT_HEADER_BYTES + sack_option_bytes(sack_blocks) + payload).max(ETH_MIN_FRAME_BYTES)
 }
 
 /// Bytes a frame occupies on the wire, preamble and inter-frame gap included.
@@ -62,10 +61,6 @@ mod tests {
     fn pure_ack_is_padded_to_the_minimum_frame() {
         assert_eq!(frame_bytes(0, 0), 70);
         assert_eq!(frame_bytes(0, 3), 70 + 28);
-        assert_eq!(
-            sack_option_bytes(3) + TCP_TIMESTAMPS_BYTES,
-            40,
-            "TCP options are at most 40 bytes"
-        );
+        assert_eq!(sack_option_bytes(3) + TCP_TIMESTAMPS_BYTES, 40, "TCP options are at most 40 bytes");
     }
 }

@@ -95,11 +95,7 @@ pub struct Endpoint {
 impl Endpoint {
     /// A fresh endpoint.
     pub fn new(p: &TcpParams) -> Self {
-        Endpoint {
-            snd: Sender::new(p),
-            rcv: Receiver::new(p),
-            wakeup: Nanos::MAX,
-        }
+        Endpoint { snd: Sender::new(p), rcv: Receiver::new(p), wakeup: Nanos::MAX }
     }
 
     /// The earliest pending deadline (retransmission or delayed-ACK timer).

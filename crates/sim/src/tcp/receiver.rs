@@ -61,11 +61,7 @@ impl Receiver {
 
     /// What the ACK must carry: cumulative ACK and up to three SACK blocks.
     pub fn ack_fields(&self) -> (u64, &[(u64, u64)]) {
-        let n = if self.sack {
-            self.recent.len().min(3)
-        } else {
-            0
-        };
+        let n = if self.sack { self.recent.len().min(3) } else { 0 };
         (self.rcv_nxt, &self.recent[..n])
     }
 
@@ -133,8 +129,7 @@ impl Receiver {
     /// Linux's `tcp_cleanup_rbuf`, ACK at once if more than a segment is unacknowledged or the
     /// message ended with a short (pushed) segment.
     pub fn on_app_read(&mut self, last_len: u32) {
-        if self.urgency == AckUrgency::Delayed
-            && (self.rcv_nxt - self.rcv_wup > self.mss as u64 || last_len < self.mss)
+        if self.urgency == AckUrgency::Delayed && (self.rcv_nxt - self.rcv_wup > self.mss as u64 || last_len < self.mss)
         {
             self.urgency = AckUrgency::Now;
         }
@@ -223,20 +218,12 @@ mod tests {
         r.on_ack_sent();
         r.on_segment(2, 4000, 5000);
         r.on_segment(3, 3000, 4000);
-        assert_eq!(
-            r.ack_fields(),
-            (1000, &[(2000, 5000)][..]),
-            "adjacent blocks merge"
-        );
+        assert_eq!(r.ack_fields(), (1000, &[(2000, 5000)][..]), "adjacent blocks merge");
         r.on_segment(4, 6000, 7000);
         assert_eq!(r.ack_fields(), (1000, &[(6000, 7000), (2000, 5000)][..]));
         r.on_ack_sent();
         r.on_segment(5, 1000, 2000);
-        assert_eq!(
-            r.urgency(),
-            AckUrgency::Now,
-            "filling the hole is acknowledged at once"
-        );
+        assert_eq!(r.urgency(), AckUrgency::Now, "filling the hole is acknowledged at once");
         assert_eq!(r.ack_fields(), (5000, &[(6000, 7000)][..]));
     }
 

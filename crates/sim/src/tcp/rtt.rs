@@ -22,14 +22,7 @@ pub struct RttEstimator {
 impl RttEstimator {
     /// An estimator with no sample yet (RTO = `initial_rto`).
     pub fn new(initial_rto: Nanos, min_rto: Nanos, max_rto: Nanos) -> Self {
-        RttEstimator {
-            srtt: None,
-            rttvar: 0.0,
-            min_rto,
-            max_rto,
-            base_rto: initial_rto,
-            backoff: 0,
-        }
+        RttEstimator { srtt: None, rttvar: 0.0, min_rto, max_rto, base_rto: initial_rto, backoff: 0 }
     }
 
     /// Takes an RTT sample (ns) from a segment that was sent exactly once.
@@ -46,8 +39,7 @@ impl RttEstimator {
             }
         }
         let s = self.srtt.expect("just set");
-        self.base_rto =
-            ((s + (4.0 * self.rttvar).max(self.min_rto as f64)) as Nanos).min(self.max_rto);
+        self.base_rto = ((s + (4.0 * self.rttvar).max(self.min_rto as f64)) as Nanos).min(self.max_rto);
         self.backoff = 0;
     }
 
@@ -58,9 +50,7 @@ impl RttEstimator {
 
     /// The current timeout, back-off included.
     pub fn rto(&self) -> Nanos {
-        self.base_rto
-            .saturating_mul(1u64 << self.backoff)
-            .min(self.max_rto)
+        self.base_rto.saturating_mul(1u64 << self.backoff).min(self.max_rto)
     }
 
     /// Smoothed RTT, if any sample was taken.
@@ -85,11 +75,7 @@ mod tests {
         e.back_off();
         assert_eq!(e.rto(), 4 * (200 * MS + 100_000));
         e.sample(100_000);
-        assert_eq!(
-            e.rto(),
-            200 * MS + 100_000,
-            "a valid sample clears the back-off"
-        );
+        assert_eq!(e.rto(), 200 * MS + 100_000, "a valid sample clears the back-off");
     }
 
     #[test]

@@ -93,11 +93,7 @@ impl Sender {
     /// A sender with nothing written yet.
     pub fn new(p: &TcpParams) -> Self {
         let cc = Controller::new(p.cc, p.static_cwnd);
-        let (cwnd, ssthresh) = if cc.is_static() {
-            (p.static_cwnd, p.static_cwnd)
-        } else {
-            (p.initial_cwnd, u32::MAX)
-        };
+        let (cwnd, ssthresh) = if cc.is_static() { (p.static_cwnd, p.static_cwnd) } else { (p.initial_cwnd, u32::MAX) };
         Sender {
             initial_cwnd: p.initial_cwnd,
             sack: p.sack,
@@ -181,11 +177,7 @@ impl Sender {
 
     /// Packets in flight as Linux counts them.
     pub fn in_flight(&self) -> u32 {
-        let sacked = if !self.limited_transmit && self.state == CaState::Disorder {
-            0
-        } else {
-            self.sacked_out
-        };
+        let sacked = if !self.limited_transmit && self.state == CaState::Disorder { 0 } else { self.sacked_out };
         self.packets_out - sacked - self.lost_out + self.retrans_out
     }
 
@@ -236,27 +228,14 @@ impl Sender {
                 seg.sent_at = now;
                 self.retrans_out += 1;
                 self.retransmits += 1;
-                Transmission {
-                    start: seg.start,
-                    end: seg.end,
-                    retransmit: true,
-                }
+                Transmission { start: seg.start, end: seg.end, retransmit: true }
             } else {
                 let len = (self.write_seq - self.snd_nxt).min(mss_now as u64);
-                let seg = Seg {
-                    start: self.snd_nxt,
-                    end: self.snd_nxt + len,
-                    sent_at: now,
-                    flags: 0,
-                };
+                let seg = Seg { start: self.snd_nxt, end: self.snd_nxt + len, sent_at: now, flags: 0 };
                 self.rtx.push_back(seg);
                 self.snd_nxt += len;
                 self.packets_out += 1;
-                Transmission {
-                    start: seg.start,
-                    end: seg.end,
-                    retransmit: false,
-                }
+                Transmission { start: seg.start, end: seg.end, retransmit: false }
             };
             if self.state == CaState::Recovery {
                 self.prr_out += 1;
@@ -348,26 +327,14 @@ impl Sender {
             self.cc.on_rtt(rtt);
         }
         if una_advanced {
-            self.rto_deadline = if self.packets_out > 0 {
-                Some(now + self.rtt.rto())
-            } else {
-                None
-            };
+            self.rto_deadline = if self.packets_out > 0 { Some(now + self.rtt.rto()) } else { None };
         }
         self.process_loss_state(now, acked, acked + newly_sacked, una_advanced, lost_before);
     }
 
     /// Linux `tcp_fastretrans_alert`, simplified to the parts that matter here.
-    fn process_loss_state(
-        &mut self,
-        now: Nanos,
-        acked: u32,
-        delivered: u32,
-        una_advanced: bool,
-        lost_before: u32,
-    ) {
-        if matches!(self.state, CaState::Recovery | CaState::Loss) && self.snd_una >= self.high_seq
-        {
+    fn process_loss_state(&mut self, now: Nanos, acked: u32, delivered: u32, una_advanced: bool, lost_before: u32) {
+        if matches!(self.state, CaState::Recovery | CaState::Loss) && self.snd_una >= self.high_seq {
             if self.state == CaState::Recovery && !self.cc.is_static() {
                 self.cwnd = self.ssthresh.max(1);
                 self.cwnd_cnt = 0;
@@ -384,11 +351,7 @@ impl Sender {
                     let newly_lost = self.lost_out > lost_before;
                     self.cwnd_reduction(delivered, una_advanced, newly_lost);
                 } else {
-                    self.state = if self.sacked_out > 0 {
-                        CaState::Disorder
-                    } else {
-                        CaState::Open
-                    };
+                    self.state = if self.sacked_out > 0 { CaState::Disorder } else { CaState::Open };
                     if acked > 0 {
                         self.grow(now, acked);
                     }
@@ -437,8 +400,7 @@ impl Sender {
         let in_flight = self.in_flight() as i64;
         let delta = self.ssthresh as i64 - in_flight;
         let mut sndcnt = if delta < 0 {
-            let dividend =
-                self.ssthresh as i64 * self.prr_delivered as i64 + self.prior_cwnd as i64 - 1;
+            let dividend = self.ssthresh as i64 * self.prr_delivered as i64 + self.prior_cwnd as i64 - 1;
             dividend / self.prior_cwnd.max(1) as i64 - self.prr_out as i64
         } else {
             let s = (self.prr_delivered as i64 - self.prr_out as i64).max(delivered as i64);

@@ -1,0 +1,140 @@
+//! Physics tests of the TCP and network model: line-rate goodput, loss recovery, timeouts.
+
+use daqnet_core::scenario::parse_str;
+use daqnet_core::Scenario;
+use daqnet_sim::net::wire::max_goodput_bps;
+use daqnet_sim::{simulate, DropRule, SimOptions, SimOutput};
+
+/// One readout unit sending one message of `bytes` to one node per event, through one switch
+/// with a 4 MB buffer; 1 Gb/s links; `extra` is more TOML for `[network.tcp]`.
+fn one_flow(bytes: u64, events: u64, extra_tcp: &str, mtu: u32) -> Scenario {
+    let text = format!(
+        r#"
+[system]
+readout_units = 1
+fragments_per_unit = 1
+fragment_size = {{ law = "fixed", bytes = {bytes} }}
+nodes = 1
+pus_per_node = 1
+credits_per_node = "unlimited"
+processing_time_ns = 1000000
+readout_service_ns = 0
+readout_service_jitter_ns = 0
+[system.supervisor]
+rate_hz = "unbounded"
+control_delay_ns = 0
+[network]
+topology = "star"
+mtu_bytes = {mtu}
+readout_link_bps = "1G"
+node_link_bps = "1G"
+link_delay_ns = 1000
+host_delay_ns = 20000
+[network.switch]
+buffer = {{ scheme = "dedicated", port_bytes = "4MB" }}
+[network.tcp]
+{extra_tcp}
+[run]
+events = {events}
+warmup_events = 0
+"#
+    );
+    parse_str(&text, "test", &[]).unwrap()
+}
+
+fn run(s: &Scenario, drops: Vec<DropRule>) -> SimOutput {
+    simulate(s, "test", SimOptions { drops, record_events: true, ..Default::default() })
+}
+
+fn latency_ms(out: &SimOutput, event: usize) -> f64 {
+    let e = &out.events[event];
+    (e.done_ns - e.start_ns) as f64 / 1e6
+}
+
+#[test]
+fn one_flow_on_a_lossless_path_reaches_line_rate_goodput() {
+    let bytes = 10_000_000u64;
+    // MTU 1500: per-frame overheads cap goodput at 1448/1538 of line rate; reach 97% of that.
+    let out = run(&one_flow(bytes, 3, "", 1500), vec![]);
+    assert_eq!(out.report.switch.drops, 0);
+    assert_eq!(out.report.tcp.retransmits, 0);
+    let cap = max_goodput_bps(1_000_000_000, 1448);
+    for e in 0..3 {
+        let goodput = bytes as f64 * 8.0 / (latency_ms(&out, e) / 1e3);
+        assert!(goodput >= 0.97 * cap, "event {e}: {goodput:.0} b/s < 97% of {cap:.0}");
+        assert!(goodput <= cap, "event {e}: faster than the wire allows");
+    }
+    // Jumbo frames: overheads are under 1%, so goodput reaches 97% of the raw line rate.
+    let out = run(&one_flow(bytes, 2, "", 9000), vec![]);
+    let goodput = bytes as f64 * 8.0 / (latency_ms(&out, 0) / 1e3);
+    assert!(goodput >= 0.97e9, "jumbo: {goodput:.0} b/s");
+}
+
+#[test]
+fn a_single_drop_in_a_long_flow_is_repaired_by_fast_retransmit() {
+    for sack in [true, false] {
+        let s = one_flow(2_000_000, 2, &format!("sack = {sack}"), 1500);
+        let clean = run(&s, vec![]);
+        let out = run(&s, vec![DropRule { readout: 0, node: 0, data_segment: 300 }]);
+        let t = &out.report.tcp;
+        assert_eq!(out.report.events_built, 2);
+        assert_eq!(t.timeouts, 0, "sack={sack}: no timeout");
+        assert_eq!(t.fast_recoveries, 1, "sack={sack}: one fast recovery");
+        assert_eq!(t.retransmits, 1, "sack={sack}: exactly the lost segment is resent");
+        let extra = latency_ms(&out, 0) - latency_ms(&clean, 0);
+        assert!(extra < 3.0, "sack={sack}: recovery cost {extra:.3} ms, not an RTO");
+    }
+}
+
+#[test]
+fn newreno_repairs_several_drops_in_one_window_with_partial_acks() {
+    let s = one_flow(2_000_000, 1, "sack = false", 1500);
+    let drops = [300, 303, 306].map(|k| DropRule { readout: 0, node: 0, data_segment: k }).to_vec();
+    let out = run(&s, drops);
+    assert_eq!(out.report.tcp.timeouts, 0);
+    assert_eq!(out.report.tcp.fast_recoveries, 1, "one recovery episode handles all three holes");
+    assert_eq!(out.report.tcp.retransmits, 3);
+}
+
+#[test]
+fn losing_the_last_segment_of_a_message_costs_about_one_minimum_rto() {
+    // (segments, expected extra ms): with an even number of segments before the lost one the
+    // receiver ACKs at once and the timer fires one RTO (SRTT + 200 ms) later; with an odd
+    // number the last ACK waits for the 40 ms delayed-ACK timer, and since every ACK restarts
+    // the retransmission timer (RFC 6298 5.3, Linux tcp_rearm_rto) the timeout comes 40 ms later;
+    // that delayed ACK is also an RTT sample, which lifts SRTT (and the RTO) by about 5 ms.
+    for (segments, lo, hi) in [(21u64, 199.0, 202.0), (20, 239.0, 247.0)] {
+        let s = one_flow(segments * 1448, 2, "", 1500);
+        let clean = run(&s, vec![]);
+        let out = run(&s, vec![DropRule { readout: 0, node: 0, data_segment: segments - 1 }]);
+        assert_eq!(out.report.tcp.timeouts, 1, "{segments} segments");
+        assert_eq!(out.report.tcp.retransmits, 1, "{segments} segments");
+        let extra = latency_ms(&out, 0) - latency_ms(&clean, 0);
+        assert!((lo..=hi).contains(&extra), "{segments} segments: tail loss cost {extra:.3} ms");
+        // The next message on the connection is not delayed by a second timeout.
+        assert!(latency_ms(&out, 1) < 3.0 * latency_ms(&clean, 1));
+    }
+}
+
+#[test]
+fn delayed_acks_never_fire_a_timeout_on_a_lossless_path() {
+    // Messages of an odd number of full segments end without a short segment, so their last
+    // ACK is delayed; with a 5 ms minimum RTO this is where a spurious timeout would come from.
+    for bytes in [1448u64, 3 * 1448, 7 * 1448, 1000, 64 * 1024] {
+        let s = one_flow(bytes, 100, "min_rto_ns = 5000000", 1500);
+        let out = run(&s, vec![]);
+        assert_eq!(out.report.tcp.timeouts, 0, "{bytes} B messages");
+        assert_eq!(out.report.tcp.retransmits, 0, "{bytes} B messages");
+    }
+}
+
+#[test]
+fn window_state_persists_across_events_on_a_connection() {
+    // After an RTO the window restarts at 1 segment; the next message on the same connection
+    // starts from the reduced window, so it takes longer than on a fresh connection.
+    let s = one_flow(100 * 1448, 2, "", 1500);
+    let clean = run(&s, vec![]);
+    let out = run(&s, vec![DropRule { readout: 0, node: 0, data_segment: 99 }]);
+    assert_eq!(out.report.tcp.timeouts, 1);
+    assert!(latency_ms(&out, 1) > latency_ms(&clean, 1) + 0.05, "second message should feel the smaller window");
+}
