@@ -293,7 +293,7 @@ impl World<'_> {
                     if let PuOutput::WakeAt(at) = self.pus[pu as usize].on_collected(now, event) {
                         self.q.schedule(at, Ev::PuWake { pu });
                     }
-                    if self.built % self.progress_every == 0 || self.built == self.total {
+                    if self.built.is_multiple_of(self.progress_every) || self.built == self.total {
                         if let Some(p) = self.opts.progress.as_mut() {
                             p(self.built, self.total);
                         }

@@ -180,8 +180,7 @@ mod tests {
     use daqnet_core::scenario::TcpConfig;
 
     fn rx(quick: u32) -> Receiver {
-        let mut c = TcpConfig::default();
-        c.quickack_segments = quick;
+        let c = TcpConfig { quickack_segments: quick, ..Default::default() };
         Receiver::new(&TcpParams::from_config(&c, 1000))
     }
 
@@ -199,9 +198,7 @@ mod tests {
 
     #[test]
     fn delayed_ack_timer_is_capped_below_min_rto() {
-        let mut c = TcpConfig::default();
-        c.min_rto_ns = 5_000_000;
-        c.quickack_segments = 0;
+        let c = TcpConfig { min_rto_ns: 5_000_000, quickack_segments: 0, ..Default::default() };
         let mut r = Receiver::new(&TcpParams::from_config(&c, 1000));
         r.on_segment(0, 0, 1000);
         assert_eq!(r.delack_deadline(), Some(2_500_000));
