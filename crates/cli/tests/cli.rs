@@ -38,7 +38,8 @@ fn sim_writes_report_and_per_event_csv() {
     ]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("latency (ms)"), "summary table printed");
-    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
     for key in [
         "substrate",
         "scenario",

@@ -50,7 +50,12 @@ fn switch1_shaping_region_floor_and_incast() {
 fn switch2_onset_comes_later_than_switch1() {
     let s1 = atlas("switch1", 800);
     let s2 = atlas("switch2", 800);
-    assert!(s1.latency_ms.mean > 3.0 * s2.latency_ms.mean, "switch 1 {} vs switch 2 {}", s1.latency_ms.mean, s2.latency_ms.mean);
+    assert!(
+        s1.latency_ms.mean > 3.0 * s2.latency_ms.mean,
+        "switch 1 {} vs switch 2 {}",
+        s1.latency_ms.mean,
+        s2.latency_ms.mean
+    );
     assert!(s2.latency_ms.mean < 30.0, "switch 2 still shaped at 800 credits: {}", s2.latency_ms.mean);
     assert!(atlas("switch2", 2400).latency_ms.mean >= 200.0, "but it too collapses at 2400 credits");
 }
