@@ -25,8 +25,8 @@ pub enum Stream {
     Service = 5,
 }
 
-/// SplitMix64 finaliser: a bijective 64-bit mixer.
-fn mix(mut z: u64) -> u64 {
+/// SplitMix64 finaliser: a bijective 64-bit mixer (also used to hash connections onto paths).
+pub fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)

@@ -11,7 +11,7 @@ use daqnet_core::dataflow::{
     Supervisor,
 };
 use daqnet_core::report::{EventRecord, LatencyMs, NotBuilt, PortStats, RunReport, SimWork, SwitchStats, TcpCounters};
-use daqnet_core::workload::FragmentSizes;
+use daqnet_core::workload::{mix, FragmentSizes};
 use daqnet_core::{EventId, Nanos, Scenario, NS_PER_S};
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -123,12 +123,6 @@ struct World<'a> {
     opts: SimOptions<'a>,
     progress_every: u64,
     seed: u64,
-}
-
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// Simulates `scenario` (already validated, defaults filled in). `origin` names it in the report.
