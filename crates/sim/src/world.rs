@@ -119,7 +119,6 @@ struct World<'a> {
     total: u64,
     packets: u64,
     txbuf: Vec<Transmission>,
-    drops: Vec<DropRule>,
     opts: SimOptions<'a>,
     progress_every: u64,
     seed: u64,
@@ -179,7 +178,6 @@ pub fn simulate(scenario: &Scenario, origin: &str, opts: SimOptions) -> SimOutpu
         total,
         packets: 0,
         txbuf: Vec::new(),
-        drops: opts.drops.clone(),
         opts,
         progress_every,
         seed,
@@ -379,7 +377,7 @@ impl World<'_> {
         if side == 1 && end > start && !retransmit {
             let k = conn.originals_from_readout;
             conn.originals_from_readout += 1;
-            if self.drops.iter().any(|d| d.readout == readout && d.node == node && d.data_segment == k) {
+            if self.opts.drops.iter().any(|d| d.readout == readout && d.node == node && d.data_segment == k) {
                 return;
             }
         }
@@ -452,7 +450,7 @@ impl World<'_> {
         self.pump(c, side);
     }
 
-    fn report(mut self, scenario: &Scenario, origin: &str, wall_s: f64) -> SimOutput {
+    fn report(self, scenario: &Scenario, origin: &str, wall_s: f64) -> SimOutput {
         let warmup = scenario.run.warmup_events;
         let measured = &self.tracks[warmup as usize..];
         let latencies: Vec<Nanos> = measured.iter().filter_map(|t| t.done.map(|d| d - t.start)).collect();
@@ -525,7 +523,6 @@ impl World<'_> {
             }),
             resolved_scenario: scenario.to_toml(),
         };
-        self.opts.progress = None;
         SimOutput { report, events }
     }
 }

@@ -115,12 +115,6 @@ impl Port {
         }
     }
 
-    /// Bytes queued or being sent at `now_ps` (drains first).
-    pub fn occupancy(&mut self, now_ps: u64, pools: &mut BufferPools) -> u64 {
-        self.drain(now_ps, pools);
-        self.queued_bytes
-    }
-
     /// Frees the bytes of frames whose transmission has ended by `now_ps`.
     fn drain(&mut self, now_ps: u64, pools: &mut BufferPools) {
         while let Some(&(end, bytes)) = self.queue.front() {

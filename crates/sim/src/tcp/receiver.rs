@@ -67,11 +67,7 @@ impl Receiver {
 
     /// SACK blocks the next segment will carry.
     pub fn sack_blocks(&self) -> usize {
-        if self.sack {
-            self.recent.len().min(3)
-        } else {
-            0
-        }
+        self.ack_fields().1.len()
     }
 
     /// How urgently an ACK is needed.
