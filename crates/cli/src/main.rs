@@ -18,6 +18,12 @@ struct Cli {
 enum Command {
     /// Simulate a scenario packet by packet and write report.json.
     Sim(commands::sim::SimArgs),
+    /// Run a scenario over every combination of --vary values (parallel, resumable, shardable).
+    Sweep(commands::sweep::SweepArgs),
+    /// Draw a figure (box, line, histogram) from a sweep table.
+    Plot(commands::plot::PlotArgs),
+    /// Run a source document's experiment (sweep + figures) in one command; --list shows them.
+    Study(commands::study::StudyArgs),
     /// Print the commented default scenario, or check and resolve a scenario file.
     Scenario(commands::scenario::ScenarioArgs),
     /// Measure simulator speed (collision events per wall second) on reference loads.
@@ -28,6 +34,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Sim(a) => commands::sim::run(a),
+        Command::Sweep(a) => commands::sweep::run(a),
+        Command::Plot(a) => commands::plot::run(a),
+        Command::Study(a) => commands::study::run(a),
         Command::Scenario(a) => commands::scenario::run(a),
         Command::Bench(a) => commands::bench::run(a),
     };

@@ -188,6 +188,17 @@ impl EventRecord {
     /// CSV header matching [`EventRecord::csv_row`].
     pub const CSV_HEADER: &'static str = "event,pu,node,assigned_ns,start_ns,done_ns,latency_ms,bytes,measured";
 
+    /// A CSV file of `records`, with header.
+    pub fn to_csv(records: &[EventRecord]) -> String {
+        let mut csv = String::from(Self::CSV_HEADER);
+        csv.push('\n');
+        for r in records {
+            csv.push_str(&r.csv_row());
+            csv.push('\n');
+        }
+        csv
+    }
+
     /// One CSV line (no newline).
     pub fn csv_row(&self) -> String {
         format!(

@@ -1,8 +1,11 @@
 //! One module per `daqnet` verb.
 
 pub mod bench;
+pub mod plot;
 pub mod scenario;
 pub mod sim;
+pub mod study;
+pub mod sweep;
 
 use anyhow::Context;
 use daqnet_core::Scenario;
@@ -19,4 +22,23 @@ pub fn write_file(dir: &Path, name: &str, text: &str) -> anyhow::Result<std::pat
     let path = dir.join(name);
     std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(path)
+}
+
+/// Worker threads by default: one per CPU core.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// A sweep runner that simulates each point.
+pub fn sim_point(
+    per_event: bool,
+) -> impl Fn(&daqnet_study::sweep::Point) -> anyhow::Result<daqnet_study::sweep::PointOutput> + Sync {
+    move |p| {
+        let out = daqnet_sim::simulate(
+            &p.scenario,
+            &p.origin,
+            daqnet_sim::SimOptions { record_events: per_event, ..Default::default() },
+        );
+        Ok(daqnet_study::sweep::PointOutput { report: out.report, events: out.events })
+    }
 }

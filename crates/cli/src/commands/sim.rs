@@ -66,13 +66,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<ExitCode> {
     bar.finish_and_clear();
     let report_path = super::write_file(&a.out, "report.json", &out.report.to_json())?;
     if a.per_event {
-        let mut csv = String::from(EventRecord::CSV_HEADER);
-        csv.push('\n');
-        for r in &out.events {
-            csv.push_str(&r.csv_row());
-            csv.push('\n');
-        }
-        super::write_file(&a.out, "events.csv", &csv)?;
+        super::write_file(&a.out, "events.csv", &EventRecord::to_csv(&out.events))?;
     }
     if !a.quiet {
         print!("{}", out.report.summary_table());

@@ -242,7 +242,8 @@ pub enum BufferConfig {
         pool_bytes: u64,
         /// Output ports sharing one pool.
         ports_per_pool: u32,
-        /// Most any one port may hold, in bytes.
+        /// Most any one port may hold, in bytes; at or above `pool_bytes` the memory is fully
+        /// shared (only the pool limits a port).
         #[serde(deserialize_with = "de_bytes")]
         port_cap_bytes: u64,
     },

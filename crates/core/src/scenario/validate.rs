@@ -32,9 +32,9 @@ fn buffer(p: &mut Problems, field: &str, b: &BufferConfig, mtu_frame: u64) {
             );
             need(
                 p,
-                pool_bytes >= port_cap_bytes,
+                pool_bytes >= mtu_frame,
                 &format!("{field}.pool_bytes"),
-                format!("is {pool_bytes}; must be at least port_cap_bytes ({port_cap_bytes})"),
+                format!("is {pool_bytes}; must hold at least one full frame ({mtu_frame} bytes)"),
             );
         }
     }

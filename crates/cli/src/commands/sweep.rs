@@ -1,0 +1,154 @@
+//! `daqnet sweep`: run a scenario over the Cartesian product of `--vary` axes, and
+//! `daqnet sweep merge`: join the shards of one sweep.
+
+use clap::{Args, Subcommand};
+use daqnet_study::sweep::{self, ExecOptions, Executed, Shard, SweepPlan};
+use daqnet_study::table::Table;
+use daqnet_study::vary::Axis;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Run a scenario over every combination of `--vary` values, in parallel, resumably.
+///
+/// Writes DIR/table.csv (one row per point and repeat: the varied values, then the report
+/// summary) and DIR/points/pNNNN/report.json for each point. Rerunning with the same --out
+/// skips the points already done, so an interrupted sweep resumes where it stopped.
+#[derive(Args)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    after_help = "LIST is a,b,c (commas inside {} [] or quotes do not split) or an inclusive range\n\
+start..end:step of numbers or sizes (100..2400:100, 0.5..2:0.5, 1MB..8MB:1MB).\n\n\
+Examples:\n  \
+daqnet sweep scenarios/atlas-2015/switch1.toml --vary system.credits_per_node=100..2400:100 --out out/fig5\n  \
+daqnet sweep scenarios/atlas-2015/switch1.toml --vary system.supervisor.policy=fcfs,random,node_round_robin \\\n    \
+--vary system.credits_per_node=80,240,480,800 --repeat 3 --out out/policies\n\n\
+On a batch system, run shard I of N per job, then merge:\n  \
+daqnet sweep FILE --vary ... --shard $SLURM_ARRAY_TASK_ID/8 --out out/s$SLURM_ARRAY_TASK_ID   (sbatch --array=0-7)\n  \
+daqnet sweep merge out/s0 out/s1 ... out/s7 --out out/all"
+)]
+pub struct SweepArgs {
+    #[command(subcommand)]
+    command: Option<SweepCommand>,
+    /// Scenario file (TOML).
+    #[arg(required = true)]
+    file: Option<PathBuf>,
+    /// A swept field: dotted.path=LIST (repeatable; the sweep is the Cartesian product).
+    #[arg(long = "vary", value_name = "PATH=LIST", required = true)]
+    vary: Vec<String>,
+    /// Override a field for every point: dotted.path=value (repeatable).
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    set: Vec<String>,
+    /// Measured events per point (overrides run.events).
+    #[arg(long)]
+    events: Option<u64>,
+    /// Runs per point; repeat k uses seed run.seed + k.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
+    /// Points run at once (default: one per CPU core).
+    #[arg(long, short)]
+    jobs: Option<usize>,
+    /// Output folder (default: out/sweep/<scenario name>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Run only every N-th point starting at I (0 <= I < N), for batch systems.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<String>,
+    /// Also write each point's events.csv (needed for exact `daqnet plot --kind hist`).
+    #[arg(long)]
+    per_event: bool,
+    /// No progress bar or summary; only errors.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Subcommand)]
+enum SweepCommand {
+    /// Join the folders of a sharded sweep into one (points copied, table.csv rebuilt).
+    Merge {
+        /// Shard folders (each written by `daqnet sweep … --shard I/N --out DIR`).
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Folder of the merged sweep.
+        #[arg(long, required = true)]
+        out: PathBuf,
+    },
+}
+
+/// Runs the verb.
+pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
+    if let Some(SweepCommand::Merge { dirs, out }) = a.command {
+        let plan = sweep::merge(&dirs, &out)?;
+        let (table, rows) = daqnet_study::table::write(&out, &plan)?;
+        println!("merged {} folders: {rows} of {} points in {}", dirs.len(), plan.len(), table.display());
+        if rows < plan.len() {
+            eprintln!("warning: {} points are missing (shards not run yet, or failed)", plan.len() - rows);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let file = a.file.expect("clap requires FILE");
+    let axes = a
+        .vary
+        .iter()
+        .map(|v| Axis::parse(v).map_err(|e| anyhow::anyhow!("--vary {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut sets = a.set.clone();
+    if let Some(e) = a.events {
+        sets.push(format!("run.events={e}"));
+    }
+    let shard = a.shard.as_deref().map(Shard::parse).transpose().map_err(anyhow::Error::msg)?.unwrap_or(Shard::ALL);
+    let plan = SweepPlan::single(&file, sets, axes, a.repeat, a.per_event);
+    let out = a.out.unwrap_or_else(|| Path::new("out/sweep").join(file.file_stem().unwrap_or_default()));
+    let opts = ExecOptions { jobs: a.jobs.unwrap_or_else(super::cores), shard, quiet: a.quiet };
+    let done = sweep::execute(&plan, &out, opts, &super::sim_point(plan.per_event))?;
+    finish(&done, &out, a.quiet)
+}
+
+/// Prints what a sweep did and a compact view of its table; non-zero exit if points failed.
+pub fn finish(done: &Executed, out: &Path, quiet: bool) -> anyhow::Result<ExitCode> {
+    if !quiet {
+        print!("{}", overview(&Table::read(&done.table)?));
+        println!(
+            "{} points run, {} already done; {} rows in {}",
+            done.ran,
+            done.skipped,
+            done.rows,
+            done.table.display()
+        );
+    }
+    for (i, e) in &done.failures {
+        eprintln!("error: point {i} ({}) failed: {e}", sweep::point_dir(out, *i).display());
+    }
+    Ok(if done.failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// The table's identifying and headline columns, aligned.
+fn overview(t: &Table) -> String {
+    let first = t.columns.iter().position(|c| c == "events_built").unwrap_or(t.columns.len());
+    let wanted = ["latency_mean_ms", "latency_median_ms", "latency_p99_ms", "share_ge_100ms", "timeouts", "drops"];
+    let cols: Vec<usize> = (1..first)
+        .filter(|&i| t.columns[i] != "seed")
+        .chain(wanted.iter().filter_map(|w| t.columns.iter().position(|c| c == w)))
+        .collect();
+    let short = |c: &str| c.rsplit('.').next().unwrap_or(c).replace("latency_", "").to_string();
+    let cell = |r: &Vec<String>, i: usize| match r[i].parse::<f64>() {
+        Ok(v) if r[i].contains('.') => format!("{v:.3}"),
+        _ => r[i].clone(),
+    };
+    let width: Vec<usize> = cols
+        .iter()
+        .map(|&i| t.rows.iter().map(|r| cell(r, i).len()).chain([short(&t.columns[i]).len()]).max().unwrap_or(0))
+        .collect();
+    let mut s = String::new();
+    for (k, &i) in cols.iter().enumerate() {
+        s.push_str(&format!("{:>w$}  ", short(&t.columns[i]), w = width[k]));
+    }
+    s.push('\n');
+    for r in &t.rows {
+        for (k, &i) in cols.iter().enumerate() {
+            s.push_str(&format!("{:>w$}  ", cell(r, i), w = width[k]));
+        }
+        s.push('\n');
+    }
+    s
+}

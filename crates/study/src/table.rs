@@ -1,0 +1,156 @@
+//! `table.csv`: one row per finished point and repeat — the varied values, then the report's
+//! summary. Built from the point folders, so a resumed or merged sweep gets the same table as
+//! one that ran in a single go. Wall-clock figures stay in each point's report.json: the
+//! table of a sweep is deterministic.
+
+use crate::sweep::{point_dir, read_point, PointMeta, SweepPlan};
+use anyhow::Context;
+use daqnet_core::report::RunReport;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A summary column: its name and how it is read from a report.
+type Column = (&'static str, fn(&RunReport) -> f64);
+
+/// Columns after the varied ones.
+const SUMMARY: &[Column] = &[
+    ("events_built", |r| r.events_built as f64),
+    ("not_built_timed_out", |r| r.events_not_built.timed_out as f64),
+    ("not_built_lost", |r| r.events_not_built.lost as f64),
+    ("not_built_abandoned", |r| r.events_not_built.abandoned as f64),
+    ("duration_s", |r| r.duration_s),
+    ("event_rate_hz", |r| r.event_rate_hz),
+    ("goodput_bps", |r| r.goodput_bps),
+    ("latency_mean_ms", |r| r.latency_ms.mean),
+    ("latency_p1_ms", |r| r.latency_ms.p1),
+    ("latency_q1_ms", |r| r.latency_ms.q1),
+    ("latency_median_ms", |r| r.latency_ms.median),
+    ("latency_q3_ms", |r| r.latency_ms.q3),
+    ("latency_p99_ms", |r| r.latency_ms.p99),
+    ("latency_max_ms", |r| r.latency_ms.max),
+    ("share_ge_100ms", |r| r.latency_ms.share_ge_100ms),
+    ("retransmits", |r| r.tcp.retransmits as f64),
+    ("timeouts", |r| r.tcp.timeouts as f64),
+    ("fast_recoveries", |r| r.tcp.fast_recoveries as f64),
+    ("drops", |r| r.switch.drops as f64),
+    ("peak_port_bytes", |r| r.switch.ports.iter().map(|p| p.peak_bytes).max().unwrap_or(0) as f64),
+];
+
+/// Writes `out/table.csv` from the finished points of `plan` in `out`; returns its path and
+/// the number of rows.
+pub fn write(out: &Path, plan: &SweepPlan) -> anyhow::Result<(PathBuf, usize)> {
+    let path = out.join("table.csv");
+    let mut w = csv::Writer::from_path(&path).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut header: Vec<String> = ["point", "series", "repeat", "seed"].map(String::from).to_vec();
+    let axes = plan.axis_paths();
+    header.extend(axes.iter().cloned());
+    header.extend(SUMMARY.iter().map(|(c, _)| c.to_string()));
+    header.push("dir".into());
+    w.write_record(&header)?;
+    let mut rows = 0;
+    for index in 0..plan.len() {
+        let dir = point_dir(out, index);
+        if let Some((meta, report)) = read_point(&dir)? {
+            w.write_record(row(&meta, &report, &axes, &dir, out))?;
+            rows += 1;
+        }
+    }
+    w.flush()?;
+    Ok((path, rows))
+}
+
+/// One row; a path this point's series does not sweep gets an empty cell.
+fn row(meta: &PointMeta, report: &RunReport, axes: &[String], dir: &Path, out: &Path) -> Vec<String> {
+    let mut r = vec![meta.index.to_string(), meta.series.clone(), meta.repeat.to_string(), meta.seed.to_string()];
+    r.extend(axes.iter().map(|a| meta.values.iter().find(|(p, _)| p == a).map(|(_, v)| v.clone()).unwrap_or_default()));
+    r.extend(SUMMARY.iter().map(|(_, f)| format!("{}", f(report))));
+    r.push(dir.strip_prefix(out).unwrap_or(dir).display().to_string());
+    r
+}
+
+/// A table read back for plotting: column names and rows of text cells.
+#[derive(Debug, Clone)]
+pub struct Table {
+    /// Where it was read from (for error messages and relative `dir` cells).
+    pub path: PathBuf,
+    /// Column names.
+    pub columns: Vec<String>,
+    /// Rows, one cell per column.
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// Reads a CSV table with a header row.
+    pub fn read(path: &Path) -> anyhow::Result<Table> {
+        let mut r = csv::Reader::from_path(path).with_context(|| format!("cannot read table {}", path.display()))?;
+        let columns = r.headers()?.iter().map(String::from).collect();
+        let rows = r
+            .records()
+            .map(|rec| rec.map(|r| r.iter().map(String::from).collect()))
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("{} is not a valid CSV table", path.display()))?;
+        Ok(Table { path: path.to_path_buf(), columns, rows })
+    }
+
+    /// Index of a column by exact name, or by a unique suffix after a dot
+    /// (`credits_per_node` finds `system.credits_per_node`).
+    pub fn column(&self, name: &str) -> anyhow::Result<usize> {
+        if let Some(i) = self.columns.iter().position(|c| c == name) {
+            return Ok(i);
+        }
+        let hits: Vec<usize> =
+            (0..self.columns.len()).filter(|&i| self.columns[i].ends_with(&format!(".{name}"))).collect();
+        match hits.as_slice() {
+            [i] => Ok(*i),
+            _ => anyhow::bail!(
+                "{}: no column `{name}`{}; columns are: {}",
+                self.path.display(),
+                if hits.is_empty() { "" } else { " (ambiguous)" },
+                self.columns.join(", ")
+            ),
+        }
+    }
+
+    /// Keeps the rows where every `COL=VALUE` filter matches.
+    pub fn filter(&self, filters: &[String]) -> anyhow::Result<Table> {
+        let mut keep = self.clone();
+        for f in filters {
+            let (col, value) = f.split_once('=').with_context(|| format!("--where `{f}`: expected COLUMN=VALUE"))?;
+            let c = self.column(col.trim())?;
+            keep.rows.retain(|r| r[c] == value.trim());
+            if keep.rows.is_empty() {
+                let seen: std::collections::BTreeSet<&str> = self.rows.iter().map(|r| r[c].as_str()).collect();
+                anyhow::bail!(
+                    "--where `{f}` keeps no row of {}; `{col}` takes: {}",
+                    self.path.display(),
+                    seen.into_iter().collect::<Vec<_>>().join(", ")
+                );
+            }
+        }
+        Ok(keep)
+    }
+
+    /// Rows grouped by the value of `group` (all rows in one unnamed group if `None`), groups
+    /// in order of first appearance.
+    pub fn groups(&self, group: Option<usize>) -> Vec<(String, Vec<&Vec<String>>)> {
+        let mut order: Vec<String> = Vec::new();
+        let mut map: BTreeMap<String, Vec<&Vec<String>>> = BTreeMap::new();
+        for r in &self.rows {
+            let key = group.map(|g| r[g].clone()).unwrap_or_default();
+            if !map.contains_key(&key) {
+                order.push(key.clone());
+            }
+            map.entry(key).or_default().push(r);
+        }
+        order.into_iter().map(|k| (k.clone(), map.remove(&k).expect("key seen"))).collect()
+    }
+}
+
+/// A cell as a number: plain numbers, or sizes and rates with units (`600kB`, `10G`).
+pub fn number(cell: &str) -> Option<f64> {
+    let c = cell.trim().trim_matches('"');
+    c.parse::<f64>()
+        .ok()
+        .or_else(|| daqnet_core::units::parse_bytes(c).ok().map(|b| b as f64))
+        .or_else(|| daqnet_core::units::parse_bps(c).ok().map(|b| b as f64))
+}
