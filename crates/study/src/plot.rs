@@ -348,7 +348,8 @@ fn pad((lo, hi): (f64, f64), log: bool, min_positive: f64) -> (f64, f64) {
     if log {
         let lo = if lo > 0.0 { lo } else { min_positive };
         let hi = hi.max(lo * 1.01);
-        (lo / 1.15, hi * 1.15)
+        // Start at a power of ten: plotters puts log ticks only from the first one upwards.
+        (10f64.powf((lo / 1.15).log10().floor()), hi * 1.15)
     } else {
         let span = if hi > lo { hi - lo } else { hi.abs().max(1.0) };
         (if lo >= 0.0 && lo - 0.05 * span < 0.0 { 0.0 } else { lo - 0.05 * span }, hi + 0.05 * span)

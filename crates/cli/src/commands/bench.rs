@@ -8,12 +8,14 @@
 use clap::Args;
 use daqnet_sim::engine::EventQueue;
 use daqnet_sim::{simulate, SimOptions};
+use daqnet_study::sweep::{self, ExecOptions, Shard, SweepPlan};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 /// Measure simulator speed: collision events, packets and scheduler events per wall second,
-/// and peak memory, on the ATLAS 2015 set-up (Switch 1, 400 credits) and a DAQ-like load.
+/// and peak memory, on the ATLAS 2015 set-up (Switch 1, 400 credits) and a DAQ-like load;
+/// then the parallel speed-up of an 8-point sweep (--jobs 2 against --jobs 1).
 #[derive(Args)]
 #[command(after_help = "Example:\n  cargo run --release -- bench")]
 pub struct BenchArgs {
@@ -23,6 +25,9 @@ pub struct BenchArgs {
     /// Repetitions per case; the fastest is reported.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
+    /// Run only one part: `sim` (simulator speed) or `sweep` (parallel sweep speed-up).
+    #[arg(long, value_parser = ["sim", "sweep"])]
+    only: Option<String>,
     /// Internal: run one case in this process and print its figures as JSON.
     #[arg(long, hide = true)]
     case: Option<String>,
@@ -97,6 +102,45 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
         run_case(&a.scenarios, case)?;
         return Ok(ExitCode::SUCCESS);
     }
+    if a.only.as_deref() != Some("sweep") {
+        bench_sim(&a)?;
+    }
+    if a.only.as_deref() != Some("sim") {
+        bench_sweep(&a)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// An 8-point sweep (atlas-2015 switch 1, 8 credit settings, 400 events each) run with one
+/// worker and with two, in this process, fresh output folders each time.
+fn bench_sweep(a: &BenchArgs) -> anyhow::Result<()> {
+    let file = a.scenarios.join("atlas-2015/switch1.toml");
+    let axes = vec![daqnet_study::vary::Axis::parse("system.credits_per_node=160,240,320,400,480,560,640,720")
+        .map_err(anyhow::Error::msg)?];
+    let sets = vec!["run.events=300".to_string(), "run.warmup_events=100".to_string()];
+    let plan = SweepPlan::single(&file, sets, axes, 1, false);
+    let time = |jobs: usize| -> anyhow::Result<f64> {
+        let out = std::env::temp_dir().join(format!("daqnet-bench-sweep-{}-{jobs}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        let opts = ExecOptions { jobs, shard: Shard::ALL, quiet: true };
+        let t = Instant::now();
+        let done = sweep::execute(&plan, &out, opts, &super::sim_point(false))?;
+        let wall = t.elapsed().as_secs_f64();
+        std::fs::remove_dir_all(&out).ok();
+        anyhow::ensure!(done.ran == 8, "the bench sweep ran {} of 8 points", done.ran);
+        Ok(wall)
+    };
+    let best = |jobs: usize| -> anyhow::Result<f64> {
+        (0..a.repeat).map(|_| time(jobs)).try_fold(f64::INFINITY, |m, t| t.map(|t| m.min(t)))
+    };
+    let (one, two) = (best(1)?, best(2)?);
+    println!("\nsweep of 8 points (atlas-2015 switch 1, 400 events each), {} CPU cores:", super::cores());
+    println!("  --jobs 1  {one:>7.2} s");
+    println!("  --jobs 2  {two:>7.2} s   ratio {:.3} (goal <= 0.65)", two / one);
+    Ok(())
+}
+
+fn bench_sim(a: &BenchArgs) -> anyhow::Result<()> {
     let exe = std::env::current_exe()?;
     let baseline = (0..a.repeat).map(|_| queue_baseline()).fold(0.0, f64::max);
     println!("baseline: bare event queue {:.2} M scheduler events/s (one thread)\n", baseline / 1e6);
@@ -134,5 +178,5 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
         );
     }
     println!("\n'vs queue': simulator scheduler events per second over the bare queue's, same run.");
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
