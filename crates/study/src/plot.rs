@@ -200,15 +200,36 @@ pub fn draw(table: &Table, spec: &PlotSpec, out: &Path) -> anyhow::Result<()> {
 fn labels(spec: &PlotSpec, xcol: &str) -> (String, String) {
     let x = match spec.kind {
         Kind::Hist => "data-collection latency (ms)".to_string(),
-        _ => spec.xlabel.clone().unwrap_or_else(|| xcol.to_string()),
+        _ => spec.xlabel.clone().unwrap_or_else(|| with_unit(xcol, spec.x_scale)),
     };
     let y = spec.ylabel.clone().unwrap_or_else(|| match (spec.kind, spec.y.as_str()) {
         (Kind::Hist, _) => "share of events per bin".into(),
         (Kind::Box, _) => "data-collection latency (ms)".into(),
         (Kind::Line, "latency") => "mean data-collection latency (ms)".into(),
-        (Kind::Line, y) => y.to_string(),
+        (Kind::Line, y) => with_unit(y, 1.0),
     });
     (x, y)
+}
+
+/// An axis label from a column name and its unit suffix, scaled: `…port_bytes` with scale
+/// 1e-6 → `port_bytes (MB)`; `goodput_bps` → `goodput_bps (b/s)`.
+fn with_unit(col: &str, scale: f64) -> String {
+    let units: &[(&str, &[(f64, &str)])] = &[
+        ("_bytes", &[(1.0, "bytes"), (1e-3, "kB"), (1e-6, "MB"), (1e-9, "GB")]),
+        ("_bps", &[(1.0, "b/s"), (1e-6, "Mb/s"), (1e-9, "Gb/s")]),
+        ("_ns", &[(1.0, "ns"), (1e-3, "µs"), (1e-6, "ms"), (1e-9, "s")]),
+        ("_ms", &[(1.0, "ms"), (1e-3, "s")]),
+        ("_hz", &[(1.0, "Hz"), (1e-3, "kHz")]),
+        ("_s", &[(1.0, "s"), (1e3, "ms")]),
+    ];
+    let unit = units.iter().find(|(suffix, _)| col.ends_with(suffix)).and_then(|(_, scales)| {
+        scales.iter().find(|(f, _)| (f / scale - 1.0).abs() < 1e-9).map(|(_, u)| u.to_string())
+    });
+    match unit {
+        Some(u) => format!("{col} ({u})"),
+        None if scale != 1.0 => format!("{col} (× {scale})"),
+        None => col.to_string(),
+    }
 }
 
 /// Mean of each column over the rows that share an x (repeats), sorted by x.
@@ -558,4 +579,28 @@ fn format_tick(v: f64) -> String {
     }
     let s = format!("{:.3}", v);
     s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axis_labels_carry_units() {
+        assert_eq!(
+            with_unit("network.rack_switch.buffer.port_bytes", 1e-6),
+            "network.rack_switch.buffer.port_bytes (MB)"
+        );
+        assert_eq!(with_unit("goodput_bps", 1e-9), "goodput_bps (Gb/s)");
+        assert_eq!(with_unit("latency_p99_ms", 1.0), "latency_p99_ms (ms)");
+        assert_eq!(with_unit("system.credits_per_node", 1.0), "system.credits_per_node");
+        assert_eq!(with_unit("system.credits_per_node", 0.5), "system.credits_per_node (× 0.5)");
+    }
+
+    #[test]
+    fn ticks_have_no_float_noise() {
+        assert_eq!(format_tick(0.30000000000000004), "0.3");
+        assert_eq!(format_tick(2400.0), "2400");
+        assert_eq!(format_tick(2.5e7), "2.5e7");
+    }
 }

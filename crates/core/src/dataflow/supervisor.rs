@@ -180,13 +180,14 @@ impl Supervisor {
             }
             Waiting::PerNode { queues, cursor, count } => {
                 let n = queues.len();
-                let order = (1..=n).map(|d| (*cursor + d) % n);
                 let node = if policy == Policy::NodeRoundRobin {
-                    order.into_iter().find(|&i| !queues[i].is_empty())
+                    (1..=n).map(|d| (*cursor + d) % n).find(|&i| !queues[i].is_empty())
                 } else {
-                    // Most waiting units; ties go to the first node after the cursor.
+                    // Most waiting units; ties go to the lowest node number, a plain arg-max as
+                    // seed 003 §7.1 states the policy. (Breaking ties round-robin instead makes
+                    // it behave like node_round_robin, which the seed's results rule out.)
                     let mut best: Option<usize> = None;
-                    for i in order {
+                    for i in 0..n {
                         if !queues[i].is_empty() && best.is_none_or(|b| queues[i].len() > queues[b].len()) {
                             best = Some(i);
                         }
@@ -246,12 +247,12 @@ mod tests {
     #[test]
     fn node_load_balance_picks_the_node_with_most_waiting() {
         let mut s = sup(Policy::NodeLoadBalance);
-        for pu in [0, 2, 3] {
+        for pu in [2, 4, 0, 1] {
             s.on_ready(pu);
         }
-        // Node 1 has two waiting units: it goes first. Then nodes 0 and 1 tie at one each; the
-        // tie goes to the first node after the last one chosen (1): node 2 is empty, so node 0.
-        assert_eq!(assign_all(&mut s), vec![2, 0, 3]);
+        // Node 0 has two waiting units: it goes first. Then all three nodes tie at one each and
+        // the tie goes to the lowest node number — node 0 again, unlike node_round_robin.
+        assert_eq!(assign_all(&mut s), vec![0, 1, 2, 4]);
     }
 
     #[test]

@@ -87,7 +87,7 @@ pub enum Policy {
     Random,
     /// A unit on the next node, in a fixed node sequence, that has a unit waiting.
     NodeRoundRobin,
-    /// A unit on the node with the most units waiting (ties: next in node sequence).
+    /// A unit on the node with the most units waiting (ties: the lowest node number).
     NodeLoadBalance,
     /// The next waiting unit in a fixed unit sequence (units of a node consecutive).
     PuRoundRobin,
