@@ -208,5 +208,21 @@ fn plot_names_what_is_wrong() {
     assert!(o.status.success(), "{}", text(&o));
     let svg = std::fs::read_to_string(out.join("drops.svg")).unwrap();
     assert!(svg.contains("<svg") && svg.contains("port_bytes") && svg.contains("polyline"), "an SVG with a line");
+    // Histograms without per-event records come from each report's HDR histogram.
+    let o = daqnet(&[
+        "plot",
+        s(&out),
+        "--kind",
+        "hist",
+        "--x",
+        "readout_units",
+        "--group",
+        "port_bytes",
+        "--log-y",
+        "-o",
+        s(&out.join("h.png")),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(ink(&out.join("h.png")) > 0.01);
     std::fs::remove_dir_all(&out).ok();
 }

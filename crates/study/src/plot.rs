@@ -527,16 +527,24 @@ where
             let markers = spec.kind != Kind::Hist;
             for (k, (name, pts)) in groups.iter().enumerate() {
                 let color = COLORS[k % COLORS.len()];
-                let visible: Vec<(f64, f64)> = pts
-                    .iter()
-                    .copied()
-                    .filter(|&(x, y)| (!spec.log_x || x > 0.0) && (!spec.log_y || y > 0.0))
-                    .collect();
-                let line = c.draw_series(LineSeries::new(visible.clone(), color.stroke_width(2))).map_err(err)?;
+                // A point a log axis cannot show (an empty histogram bin) breaks the line
+                // rather than being bridged by a misleading slope.
+                let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+                for &(x, y) in pts {
+                    if (!spec.log_x || x > 0.0) && (!spec.log_y || y > 0.0) {
+                        runs.last_mut().expect("non-empty").push((x, y));
+                    } else if !runs.last().expect("non-empty").is_empty() {
+                        runs.push(Vec::new());
+                    }
+                }
+                let line = c
+                    .draw_series(runs.iter().map(|r| PathElement::new(r.clone(), color.stroke_width(2))))
+                    .map_err(err)?;
                 if named {
                     line.label(name.as_str())
                         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
                 }
+                let visible = runs.concat();
                 if markers {
                     c.draw_series(visible.iter().map(|&p| Circle::new(p, 3, color.filled()))).map_err(err)?;
                 }
@@ -548,7 +556,11 @@ where
             .label_font(("sans-serif", 15))
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK.mix(0.5))
-            .position(SeriesLabelPosition::UpperLeft)
+            .position(if spec.kind == Kind::Hist {
+                SeriesLabelPosition::UpperRight
+            } else {
+                SeriesLabelPosition::UpperLeft
+            })
             .draw()
             .map_err(err)?;
     }
