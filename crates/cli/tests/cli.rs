@@ -1,19 +1,7 @@
 //! The `daqnet` command as a user runs it.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn daqnet(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_daqnet"))
-        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
-        .args(args)
-        .output()
-        .expect("daqnet runs")
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
+mod common;
+use common::{daqnet, text};
 
 #[test]
 fn print_default_is_a_valid_commented_scenario() {

@@ -1,19 +1,9 @@
 //! `daqnet sweep`, `plot` and `study` as a user runs them.
 
+mod common;
+use common::{daqnet, text};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn daqnet(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_daqnet"))
-        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
-        .args(args)
-        .output()
-        .expect("daqnet runs")
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
+use std::process::Output;
 
 /// A fresh temporary folder for one test.
 fn tmp(name: &str) -> PathBuf {
