@@ -177,6 +177,10 @@ fn plot_names_what_is_wrong() {
     let o =
         daqnet(&["plot", s(&out), "--x", "readout_units", "--where", "readout_units=7", "-o", s(&out.join("a.png"))]);
     assert!(text(&o).contains("keeps no row") && text(&o).contains("takes: 32, 8"), "{}", text(&o));
+    std::fs::write(out.join("other.csv"), "a,b\n1,2\n").unwrap();
+    let o = daqnet(&["plot", s(&out.join("other.csv")), "--x", "a", "-o", s(&out.join("a.png"))]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("box plots need a sweep's table.csv"), "{}", text(&o));
     let o = daqnet(&["plot", s(&out), "--x", "readout_units", "-o", s(&out.join("a.pdf"))]);
     assert!(text(&o).contains("must end in .png or .svg"), "{}", text(&o));
     // SVG and a grouped line plot with a unit-suffixed, categorical-looking x column.

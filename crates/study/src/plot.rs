@@ -145,8 +145,11 @@ pub fn draw(table: &Table, spec: &PlotSpec, out: &Path) -> anyhow::Result<()> {
                 if spec.y != "latency" {
                     bail!("box plots show the latency statistics (--y latency); use --kind line for `{}`", spec.y);
                 }
-                let cols = ["mean", "p1", "q1", "median", "q3", "p99"].map(|s| t.column(&format!("latency_{s}_ms")));
-                let [mean, p1, q1, median, q3, p99] = cols.map(|c| c.expect("sweep tables have latency columns"));
+                let mut cols = Vec::new();
+                for s in ["mean", "p1", "q1", "median", "q3", "p99"] {
+                    cols.push(t.column(&format!("latency_{s}_ms")).context("box plots need a sweep's table.csv")?);
+                }
+                let [mean, p1, q1, median, q3, p99] = cols[..] else { unreachable!("six columns pushed") };
                 Data::Boxes(
                     t.groups(group)
                         .into_iter()

@@ -6,7 +6,6 @@
 use crate::sweep::{point_dir, read_point, PointMeta, SweepPlan};
 use anyhow::Context;
 use daqnet_core::report::RunReport;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// A summary column: its name and how it is read from a report.
@@ -133,16 +132,15 @@ impl Table {
     /// Rows grouped by the value of `group` (all rows in one unnamed group if `None`), groups
     /// in order of first appearance.
     pub fn groups(&self, group: Option<usize>) -> Vec<(String, Vec<&Vec<String>>)> {
-        let mut order: Vec<String> = Vec::new();
-        let mut map: BTreeMap<String, Vec<&Vec<String>>> = BTreeMap::new();
+        let mut groups: Vec<(String, Vec<&Vec<String>>)> = Vec::new();
         for r in &self.rows {
             let key = group.map(|g| r[g].clone()).unwrap_or_default();
-            if !map.contains_key(&key) {
-                order.push(key.clone());
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, rows)) => rows.push(r),
+                None => groups.push((key, vec![r])),
             }
-            map.entry(key).or_default().push(r);
         }
-        order.into_iter().map(|k| (k.clone(), map.remove(&k).expect("key seen"))).collect()
+        groups
     }
 }
 
