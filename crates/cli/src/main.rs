@@ -6,7 +6,8 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 /// daqnet — event-building networks for data acquisition: simulate them packet by packet,
-/// sweep what-if configurations, and compare with the source studies.
+/// sweep what-if configurations, run the same dataflow for real over TCP, and compare with the
+/// source studies.
 #[derive(Parser)]
 #[command(name = "daqnet", version, about, long_about = None, propagate_version = true)]
 struct Cli {
@@ -24,6 +25,10 @@ enum Command {
     Plot(commands::plot::PlotArgs),
     /// Run a source document's experiment (sweep + figures) in one command; --list shows them.
     Study(commands::study::StudyArgs),
+    /// Run a scenario for real over TCP: every role a process on this machine.
+    Run(commands::run::RunArgs),
+    /// Run one role of a real run (supervisor, readout, collector), for deployment on many hosts.
+    Role(commands::role::RoleArgs),
     /// Print the commented default scenario, or check and resolve a scenario file.
     Scenario(commands::scenario::ScenarioArgs),
     /// Measure simulator speed (collision events per wall second) on reference loads.
@@ -37,6 +42,8 @@ fn main() -> ExitCode {
         Command::Sweep(a) => commands::sweep::run(a),
         Command::Plot(a) => commands::plot::run(a),
         Command::Study(a) => commands::study::run(a),
+        Command::Run(a) => commands::run::run(a),
+        Command::Role(a) => commands::role::run(a),
         Command::Scenario(a) => commands::scenario::run(a),
         Command::Bench(a) => commands::bench::run(a),
     };

@@ -147,9 +147,44 @@ pub struct RunReport {
     /// (sim only) Simulator work: scheduler events and packets handled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sim_work: Option<SimWork>,
+    /// (run, testbed) Per node: credits, the most fragments ever outstanding, verification.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<NodeStats>,
+    /// (run, testbed) What went wrong: a role lost, a fragment that failed verification.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<FaultRecord>,
     /// The scenario as run, every field resolved (TOML).
     #[serde(default)]
     pub resolved_scenario: String,
+}
+
+/// Counters of one node's collector in a real run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeStats {
+    /// The node.
+    pub node: u32,
+    /// Its credits (`None`: unlimited).
+    pub credits: Option<u32>,
+    /// Most fragments requested and not yet received at once, counted at the sockets
+    /// (independently of the credit pool): never above `credits`.
+    pub peak_outstanding_fragments: u64,
+    /// Fragments received and verified (event, source, size and payload).
+    pub fragments_verified: u64,
+    /// Fragments that failed verification.
+    pub fragments_corrupt: u64,
+}
+
+/// Something that went wrong in a real run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FaultRecord {
+    /// Seconds since the run started.
+    pub at_s: f64,
+    /// The role concerned, e.g. `readout 3` or `collector 0`.
+    pub role: String,
+    /// What happened.
+    pub reason: String,
+    /// Events not built because of it.
+    pub lost_events: Vec<u64>,
 }
 
 /// Simulator work counters.
@@ -268,6 +303,14 @@ impl RunReport {
                     w.simulated_s, w.packets, w.scheduler_events
                 ),
             );
+        }
+        for f in &self.faults {
+            let lost = match f.lost_events.len() {
+                0 => String::new(),
+                n if n <= 8 => format!("; lost events {:?}", f.lost_events),
+                n => format!("; {n} lost events, first {:?}", &f.lost_events[..8]),
+            };
+            row("fault", format!("at {:.3} s, {}: {}{lost}", f.at_s, f.role, f.reason));
         }
         let speed = self.sim_events_per_s.map(|e| format!(" ({e:.0} events/s)")).unwrap_or_default();
         row("wall time", format!("{:.2} s{speed}", self.wall_s));

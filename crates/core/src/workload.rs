@@ -70,13 +70,27 @@ impl FragmentSizes {
     pub fn unit_bytes(&self, event: EventId, readout: ReadoutId) -> u64 {
         match self.law {
             FragmentSize::Fixed { bytes } => bytes as u64 * self.fragments_per_unit as u64,
+            FragmentSize::LognormalNormal { .. } => self.fragment_bytes(event, readout).iter().sum(),
+        }
+    }
+
+    /// Fragments per readout unit and event.
+    pub fn fragments_per_unit(&self) -> u32 {
+        self.fragments_per_unit
+    }
+
+    /// The size of each fragment one readout unit holds for one event, in bytes; they add up to
+    /// [`FragmentSizes::unit_bytes`].
+    pub fn fragment_bytes(&self, event: EventId, readout: ReadoutId) -> Vec<u64> {
+        match self.law {
+            FragmentSize::Fixed { bytes } => vec![bytes as u64; self.fragments_per_unit as usize],
             FragmentSize::LognormalNormal { base_bytes, fragment_sd_bytes, min_bytes, .. } => {
                 let scale = self.event_scale(event) * base_bytes as f64;
                 let mut rng = rng_for(self.seed, Stream::FragmentSize, &[event, readout as u64]);
                 let noise = Normal::new(0.0, fragment_sd_bytes).expect("validated sd");
                 (0..self.fragments_per_unit)
                     .map(|_| (scale + noise.sample(&mut rng)).round().max(min_bytes as f64) as u64)
-                    .sum()
+                    .collect()
             }
         }
     }
@@ -133,6 +147,10 @@ mod tests {
         let s = FragmentSizes::new(law.clone(), 7, 12);
         let again = FragmentSizes::new(law, 7, 12);
         assert_eq!(s.unit_bytes(10, 3), again.unit_bytes(10, 3));
+        let each = s.fragment_bytes(10, 3);
+        assert_eq!(each.len(), 12);
+        assert_eq!(each.iter().sum::<u64>(), s.unit_bytes(10, 3));
+        assert!(each.windows(2).any(|w| w[0] != w[1]), "fragments of a unit differ: {each:?}");
         // Mean of LogNormal(0, 0.25) is exp(0.03125) ≈ 1.0317: over many events the mean fragment
         // is ≈ 1135 bytes; events differ from each other much more than units within an event.
         let n = 4000u64;

@@ -521,6 +521,8 @@ impl World<'_> {
                 packets: self.packets,
                 simulated_s: self.q.now() as f64 / NS_PER_S as f64,
             }),
+            nodes: Vec::new(),
+            faults: Vec::new(),
             resolved_scenario: scenario.to_toml(),
         };
         SimOutput { report, events }

@@ -2,6 +2,8 @@
 
 pub mod bench;
 pub mod plot;
+pub mod role;
+pub mod run;
 pub mod scenario;
 pub mod sim;
 pub mod study;

@@ -76,4 +76,15 @@ events = 2000                # measured events
 warmup_events = 500          # events run before measuring
 seed = 1
 time_limit_s = 600.0         # simulated seconds; events unfinished by then are "abandoned"
+
+[deploy]                     # real runs only (daqnet run / daqnet role); the simulator ignores it
+transport = "tcp"
+supervisor = "127.0.0.1:0"   # supervisor address; port 0 = a free loopback port (daqnet run)
+readouts = []                # listen address per readout unit; empty = loopback, free ports
+tcp_congestion = "cubic"     # TCP_CONGESTION on every data socket (namespaces default to bbr)
+startup_timeout_ms = 10000   # wait this long for every peer at start-up
+heartbeat_ms = 200           # every connection carries a frame at least this often
+peer_timeout_ms = 1000       # a peer silent this long is declared hung
+max_frame_bytes = 67108864   # larger frames close the connection
+readout_buffer_bytes = 67108864  # generated fragments a readout unit may hold (back-pressure)
 "#;

@@ -24,6 +24,9 @@ pub struct Scenario {
     pub network: Network,
     /// How long to run and with which seed.
     pub run: Run,
+    /// Where and how the roles of a real run (`daqnet run`, `daqnet role`) meet; the simulator
+    /// ignores it.
+    pub deploy: Deploy,
 }
 
 /// `[system]`: the event-building dataflow.
@@ -323,6 +326,61 @@ pub struct Run {
     pub time_limit_s: f64,
 }
 
+/// `[deploy]`: addresses, transport and limits of a real run. The simulator ignores it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Deploy {
+    /// Transport between roles: `"tcp"` (one persistent connection per collector–readout pair).
+    pub transport: Transport,
+    /// Address the supervisor listens on and every other role connects to. Port 0 (the default,
+    /// on loopback) lets `daqnet run` pick a free port; give a real address for several hosts.
+    pub supervisor: String,
+    /// Listen address of each readout unit, one per unit in order; empty (the default) means
+    /// loopback with a free port. Collectors learn the addresses from the supervisor.
+    pub readouts: Vec<String>,
+    /// Linux congestion control set on every data socket (`TCP_CONGESTION`), e.g. `"cubic"` or
+    /// `"reno"`. Set per socket because new network namespaces here default to bbr.
+    pub tcp_congestion: String,
+    /// How long a role waits for its peers at start-up before giving up and naming who is
+    /// missing, in ms.
+    pub startup_timeout_ms: u64,
+    /// Every connection carries a heartbeat frame at least this often, in ms.
+    pub heartbeat_ms: u64,
+    /// A peer silent for this long (no data, no heartbeat) is declared hung, in ms.
+    pub peer_timeout_ms: u64,
+    /// Largest frame accepted on any connection, in bytes; a bigger one closes the connection.
+    #[serde(deserialize_with = "de_bytes")]
+    pub max_frame_bytes: u64,
+    /// Bytes of generated fragments each readout unit may hold; when full, its generator waits
+    /// for the supervisor to clear events (back-pressure, never a drop).
+    #[serde(deserialize_with = "de_bytes")]
+    pub readout_buffer_bytes: u64,
+}
+
+/// Transport of a real run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    /// TCP with `TCP_NODELAY` and length-prefixed frames.
+    Tcp,
+}
+
+impl Default for Deploy {
+    fn default() -> Self {
+        Deploy {
+            transport: Transport::Tcp,
+            supervisor: "127.0.0.1:0".into(),
+            readouts: Vec::new(),
+            tcp_congestion: "cubic".into(),
+            startup_timeout_ms: 10_000,
+            heartbeat_ms: 200,
+            peer_timeout_ms: 1_000,
+            max_frame_bytes: 64 << 20,
+            readout_buffer_bytes: 64 << 20,
+        }
+    }
+}
+
 impl Default for System {
     fn default() -> Self {
         System {
@@ -448,13 +506,18 @@ impl Scenario {
         self.system.nodes * self.system.pus_per_node
     }
 
-    /// Payload bytes of a full event when every fragment has its nominal size.
-    pub fn nominal_event_bytes(&self) -> u64 {
+    /// Payload bytes one readout unit holds per event when every fragment has its nominal size.
+    pub fn nominal_unit_bytes(&self) -> u64 {
         let per_fragment = match self.system.fragment_size {
             FragmentSize::Fixed { bytes } => bytes as u64,
             FragmentSize::LognormalNormal { base_bytes, .. } => base_bytes as u64,
         };
-        per_fragment * self.system.fragments_per_unit as u64 * self.system.readout_units as u64
+        per_fragment * self.system.fragments_per_unit as u64
+    }
+
+    /// Payload bytes of a full event when every fragment has its nominal size.
+    pub fn nominal_event_bytes(&self) -> u64 {
+        self.nominal_unit_bytes() * self.system.readout_units as u64
     }
 
     /// The scenario as TOML text (all fields, defaults filled in).

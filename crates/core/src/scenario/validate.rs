@@ -187,6 +187,72 @@ impl Scenario {
             "run.time_limit_s",
             format!("is {}; must be > 0 seconds", r.time_limit_s),
         );
+        self.validate_deploy(&mut p);
         p
+    }
+
+    fn validate_deploy(&self, p: &mut Problems) {
+        let d = &self.deploy;
+        let addr = |p: &mut Problems, field: &str, a: &str| {
+            need(
+                p,
+                a.parse::<std::net::SocketAddr>().is_ok(),
+                field,
+                format!("is {a:?}; must be an IP address and port, e.g. \"10.0.0.1:7700\" or \"127.0.0.1:0\""),
+            )
+        };
+        addr(p, "deploy.supervisor", &d.supervisor);
+        need(
+            p,
+            d.readouts.is_empty() || d.readouts.len() == self.system.readout_units as usize,
+            "deploy.readouts",
+            format!(
+                "has {} addresses; must be empty (loopback, free ports) or one per readout unit ({})",
+                d.readouts.len(),
+                self.system.readout_units
+            ),
+        );
+        for (i, a) in d.readouts.iter().enumerate() {
+            addr(p, &format!("deploy.readouts[{i}]"), a);
+        }
+        need(
+            p,
+            !d.tcp_congestion.is_empty()
+                && d.tcp_congestion.len() < 16
+                && d.tcp_congestion.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'),
+            "deploy.tcp_congestion",
+            format!("is {:?}; must name a Linux congestion control, e.g. \"cubic\" or \"reno\"", d.tcp_congestion),
+        );
+        positive(p, "deploy.startup_timeout_ms", d.startup_timeout_ms);
+        positive(p, "deploy.heartbeat_ms", d.heartbeat_ms);
+        need(
+            p,
+            d.peer_timeout_ms >= 2 * d.heartbeat_ms,
+            "deploy.peer_timeout_ms",
+            format!("is {}; must be at least twice deploy.heartbeat_ms ({})", d.peer_timeout_ms, d.heartbeat_ms),
+        );
+        let unit = self.nominal_unit_bytes();
+        // A response carries one unit's fragments with a 24-byte header each, plus 40 bytes.
+        let frame = unit + 24 * self.system.fragments_per_unit as u64 + 40;
+        need(
+            p,
+            (4096..=1 << 31).contains(&d.max_frame_bytes) && d.max_frame_bytes >= frame,
+            "deploy.max_frame_bytes",
+            format!(
+                "is {}; must be in 4 KiB ..= 2 GiB and hold one readout unit's response ({frame} bytes at nominal sizes)",
+                d.max_frame_bytes
+            ),
+        );
+        let in_flight = (self.total_pus() as u64 + 1) * unit;
+        need(
+            p,
+            d.readout_buffer_bytes >= in_flight,
+            "deploy.readout_buffer_bytes",
+            format!(
+                "is {}; must hold the fragments of one event per processing unit plus one ({in_flight} bytes), or \
+                 the readout units' generators could wait for events that can never be cleared",
+                d.readout_buffer_bytes
+            ),
+        );
     }
 }

@@ -1,0 +1,30 @@
+//! daqnet-evb: the real event builder. The `core` dataflow state machines — readout unit,
+//! collector with its credit pool, processing units, supervisor and its policies — run
+//! unchanged over real sockets, one process per role, so a measured result can be set against
+//! a simulated one from the same scenario.
+//!
+//! * [`wire`]: frames (versioned header, maximum size, a sans-IO decoder) and messages.
+//! * [`payload`]: deterministic fragment payloads and their byte-for-byte verification.
+//! * [`net`]: transports behind one trait (TCP first) and the per-connection tasks
+//!   (heartbeats, loss detection).
+//! * [`roles`]: the readout, collector and supervisor processes.
+//! * [`launcher`]: `daqnet run`, every role as a process on this machine.
+//! * [`metrics`]: the Prometheus endpoint.
+
+pub mod launcher;
+pub mod metrics;
+pub mod net;
+pub mod payload;
+pub mod roles;
+pub mod wire;
+
+/// Runs a role's future on a fresh tokio runtime with `threads` worker threads (1: a
+/// single-threaded runtime).
+pub fn block_on<T>(threads: usize, fut: impl std::future::Future<Output = T>) -> std::io::Result<T> {
+    let rt = if threads <= 1 {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()?
+    } else {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build()?
+    };
+    Ok(rt.block_on(fut))
+}

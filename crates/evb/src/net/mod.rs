@@ -1,0 +1,4 @@
+//! Connections between roles: the transports and the per-connection tasks.
+
+pub mod link;
+pub mod transport;

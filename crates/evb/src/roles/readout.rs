@@ -1,0 +1,240 @@
+//! The readout role: a [`ReadoutUnit`] state machine with a generator that fills a bounded
+//! buffer with the unit's fragments, event after event, and serves collectors' data requests
+//! from it. The supervisor clears events when they are processed; a full buffer makes the
+//! generator wait (back-pressure), never drop.
+
+use super::{ms, wake_at, Setup};
+use crate::net::link::{first_message, spawn_writer, Sender};
+use crate::payload;
+use crate::wire::{
+    put_header, put_response_head, FragmentHeader, Message, ResponseHead, Role, FRAGMENT_HEADER_BYTES,
+    RESPONSE_HEAD_BYTES,
+};
+use anyhow::{anyhow, bail, Context};
+use bytes::{Bytes, BytesMut};
+use daqnet_core::dataflow::{DataRequest, DataResponse, ReadoutUnit};
+use daqnet_core::workload::FragmentSizes;
+use daqnet_core::{EventId, NodeId, ReadoutId, Scenario};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use tokio::sync::mpsc::unbounded_channel;
+use tokio::task::JoinHandle;
+
+/// Options of one readout process.
+#[derive(Debug, Clone)]
+pub struct ReadoutOptions {
+    /// Readout unit number.
+    pub index: ReadoutId,
+    /// Supervisor address.
+    pub supervisor: String,
+    /// Listen address (default: `deploy.readouts[index]`, else loopback with a free port).
+    pub listen: Option<String>,
+    /// Fault injection for tests: flip one payload bit of this event's first fragment.
+    pub corrupt_event: Option<EventId>,
+}
+
+enum Ev {
+    Due,
+    Supervisor(Message),
+    SupervisorLost(String),
+    Joined(NodeId, crate::net::transport::Conn, BytesMut),
+    Request(NodeId, Message),
+    CollectorLost(NodeId),
+}
+
+/// An event's fragments as sent: each one its header followed by its payload.
+struct Held {
+    fragments: Vec<Bytes>,
+    bytes: u64,
+}
+
+/// Runs one readout unit until the supervisor stops the run.
+pub async fn run(sc: &Scenario, opts: ReadoutOptions) -> anyhow::Result<()> {
+    let setup = Setup::new(sc);
+    let me = opts.index;
+    let listen = opts.listen.clone().or_else(|| sc.deploy.readouts.get(me as usize).cloned());
+    let mut listener =
+        setup.transport.listen(listen.as_deref().unwrap_or("127.0.0.1:0")).await.with_context(|| {
+            format!("readout {me}: cannot listen on {}", listen.as_deref().unwrap_or("127.0.0.1:0"))
+        })?;
+    let (tx, mut rx) = unbounded_channel::<Ev>();
+    let sup = setup.connect_supervisor(&opts.supervisor, &format!("readout {me}")).await?;
+    let (sup_tx, sup_task) = spawn_writer(sup.write, setup.heartbeat);
+    sup_tx.send(&Message::Hello { role: Role::Readout, index: me, listen: listener.local_addr() });
+    setup.reader(sup.read, BytesMut::new(), tx.clone(), |m| {
+        Some(match m {
+            Ok(m) => Ev::Supervisor(m),
+            Err(e) => Ev::SupervisorLost(e),
+        })
+    });
+    // Collectors connect and say which node they are.
+    {
+        let tx = tx.clone();
+        let (decoder, limit) = (setup.decoder.clone(), setup.startup);
+        tokio::spawn(async move {
+            while let Ok(mut c) = listener.accept().await {
+                let (tx, decoder) = (tx.clone(), decoder.clone());
+                tokio::spawn(async move {
+                    match first_message(&mut c.read, &decoder, limit).await {
+                        Ok((Message::Hello { role: Role::Collector, index, .. }, rest)) => {
+                            let _ = tx.send(Ev::Joined(index, c, rest));
+                        }
+                        Ok((m, _)) => {
+                            eprintln!("readout: connection from {} did not start with a collector hello: {m:?}", c.peer)
+                        }
+                        Err(e) => eprintln!("readout: connection from {}: {e}", c.peer),
+                    }
+                });
+            }
+        });
+    }
+
+    let sys = &sc.system;
+    let seed = sc.run.seed;
+    let sizes = FragmentSizes::new(sys.fragment_size.clone(), seed, sys.fragments_per_unit);
+    let mut unit = ReadoutUnit::new(me, sizes.clone(), sys.readout_service_ns, sys.readout_service_jitter_ns, seed);
+    let mut collectors: HashMap<NodeId, (Sender, JoinHandle<()>)> = HashMap::new();
+    let mut buffer: BTreeMap<EventId, Held> = BTreeMap::new();
+    let mut held_bytes = 0u64;
+    let mut next_event: EventId = 0;
+    let mut total: Option<u64> = None;
+    let mut cleared_early: HashSet<EventId> = HashSet::new();
+    let mut waiting: Vec<DataResponse> = Vec::new();
+    let capacity = sc.deploy.readout_buffer_bytes;
+    let mut armed: Option<u64> = None;
+    let fatal = |detail: String| {
+        sup_tx.send(&Message::Fault { fatal: true, event: None, detail: detail.clone() });
+        anyhow!("readout {me}: {detail}")
+    };
+
+    loop {
+        let room = total.is_some_and(|t| next_event < t) && held_bytes + sizes.unit_bytes(next_event, me) <= capacity;
+        let now = setup.now();
+        tokio::select! {
+            biased;
+            ev = rx.recv() => match ev.expect("the loop holds a sender") {
+                Ev::Due => armed = None,
+                Ev::Supervisor(Message::Start { events }) => total = Some(events),
+                Ev::Supervisor(Message::Clear(event)) => match buffer.remove(&event) {
+                    Some(h) => held_bytes -= h.bytes,
+                    None if event >= next_event => {
+                        cleared_early.insert(event);
+                    }
+                    None => {}
+                },
+                Ev::Supervisor(Message::Stop) => break,
+                Ev::Supervisor(m) => return Err(fatal(format!("unexpected message from the supervisor: {m:?}"))),
+                Ev::SupervisorLost(reason) => bail!("readout {me}: supervisor connection lost: {reason}"),
+                Ev::Joined(node, c, rest) => {
+                    let (sender, task) = spawn_writer(c.write, setup.heartbeat);
+                    setup.reader(c.read, rest, tx.clone(), move |m| Some(match m {
+                        Ok(m) => Ev::Request(node, m),
+                        Err(_) => Ev::CollectorLost(node),
+                    }));
+                    collectors.insert(node, (sender, task));
+                }
+                Ev::Request(node, Message::Request { event, node: asked_for, fragments }) => {
+                    if asked_for != node || fragments != sys.fragments_per_unit {
+                        return Err(fatal(format!(
+                            "collector {node} sent a request for node {asked_for}, {fragments} fragments (expected node {node}, {} fragments)",
+                            sys.fragments_per_unit
+                        )));
+                    }
+                    if event < next_event && !buffer.contains_key(&event) {
+                        return Err(fatal(format!("collector {node} asked for event {event}, which was already cleared")));
+                    }
+                    unit.on_request(now, DataRequest { event, node, fragments });
+                }
+                Ev::Request(node, m) => return Err(fatal(format!("unexpected message from collector {node}: {m:?}"))),
+                // A collector that goes away is the supervisor's business (it hears of it too).
+                Ev::CollectorLost(node) => {
+                    collectors.remove(&node);
+                }
+            },
+            _ = std::future::ready(()), if room => {
+                let event = next_event;
+                next_event += 1;
+                if !cleared_early.remove(&event) {
+                    let h = generate(seed, &sizes, me, event, opts.corrupt_event == Some(event));
+                    held_bytes += h.bytes;
+                    buffer.insert(event, h);
+                }
+            }
+        }
+        // Answer what is due and generated; wake up for what is due later.
+        while let Some(resp) = unit.poll_response(setup.now()) {
+            waiting.push(resp);
+        }
+        if let Some(due) = unit.poll_timeout() {
+            if armed.is_none_or(|a| due < a) {
+                armed = Some(due);
+                wake_at(setup.epoch, due, &tx, Ev::Due);
+            }
+        }
+        let mut i = 0;
+        while i < waiting.len() {
+            let r = waiting[i];
+            let Some(held) = buffer.get(&r.event) else {
+                if r.event < next_event {
+                    return Err(fatal(format!(
+                        "event {} was cleared before its response to node {} was sent",
+                        r.event, r.node
+                    )));
+                }
+                i += 1;
+                continue;
+            };
+            let Some((link, _)) = collectors.get(&r.node) else {
+                return Err(fatal(format!("response for node {} but that collector is not connected", r.node)));
+            };
+            debug_assert_eq!(r.bytes, held.bytes);
+            let body = RESPONSE_HEAD_BYTES + held.fragments.iter().map(|f| f.len()).sum::<usize>();
+            if body as u64 > sc.deploy.max_frame_bytes {
+                return Err(fatal(format!(
+                    "event {}: a response of {body} bytes exceeds deploy.max_frame_bytes ({})",
+                    r.event, sc.deploy.max_frame_bytes
+                )));
+            }
+            let mut head = BytesMut::with_capacity(8 + RESPONSE_HEAD_BYTES);
+            put_header(&mut head, Message::Response(response_head(&r, me), Bytes::new()).kind(), body);
+            put_response_head(&mut head, &response_head(&r, me));
+            let mut pieces = Vec::with_capacity(1 + held.fragments.len());
+            pieces.push(head.freeze());
+            pieces.extend(held.fragments.iter().cloned());
+            link.send_frames(pieces);
+            waiting.swap_remove(i);
+        }
+    }
+    for (link, task) in collectors.into_values() {
+        link.close();
+        let _ = tokio::time::timeout(ms(1000), task).await;
+    }
+    sup_tx.close();
+    let _ = tokio::time::timeout(ms(1000), sup_task).await;
+    Ok(())
+}
+
+fn response_head(r: &DataResponse, me: ReadoutId) -> ResponseHead {
+    ResponseHead { event: r.event, readout: me, node: r.node, fragments: r.fragments, bytes: r.bytes }
+}
+
+/// Generates one event's fragments for unit `me`.
+fn generate(seed: u64, sizes: &FragmentSizes, me: ReadoutId, event: EventId, corrupt: bool) -> Held {
+    let mut bytes = 0;
+    let fragments = sizes
+        .fragment_bytes(event, me)
+        .into_iter()
+        .enumerate()
+        .map(|(i, size)| {
+            bytes += size;
+            let mut f = BytesMut::with_capacity(FRAGMENT_HEADER_BYTES + size as usize);
+            FragmentHeader { event, source: me, index: i as u32, size: size as u32 }.put(&mut f);
+            f.resize(FRAGMENT_HEADER_BYTES + size as usize, 0);
+            payload::fill(seed, event, me, i as u32, &mut f[FRAGMENT_HEADER_BYTES..]);
+            if corrupt && i == 0 && size > 0 {
+                f[FRAGMENT_HEADER_BYTES + size as usize / 2] ^= 0x10;
+            }
+            f.freeze()
+        })
+        .collect();
+    Held { fragments, bytes }
+}
