@@ -1,16 +1,27 @@
 //! Fragment payloads: a deterministic pattern per (seed, event, readout unit, fragment), so the
 //! collector can verify every byte it receives without the readout unit sending a reference.
 //!
-//! Word `i` (8 bytes, little-endian) of a payload is `key + i × φ` (wrapping), where `key` hashes
-//! the fragment's identity and φ is the 64-bit golden ratio; a tail shorter than a word carries
-//! the first bytes of the next word. Generation and checking are one streaming pass each, about
-//! the cost of a memory copy. The check compares every byte, so it catches anything a checksum
-//! would (flipped bits, truncation, a fragment of another event or unit) and more.
+//! Word `i` (8 bytes, little-endian) of a payload is `i × φ` (wrapping; φ the 64-bit golden
+//! ratio), plus `key` in every eighth word (one per 64-byte line), where `key` hashes the
+//! fragment's identity; a tail shorter than a word carries the first bytes of the next word.
+//! The check compares every byte, so it catches anything a checksum would (flipped bits,
+//! truncation, a fragment of another event or unit: every line carries the key) and more, at
+//! the cost of one streaming pass. The position-only template lets a readout unit reuse a
+//! cleared fragment's buffer and rewrite only the stamped words ([`restamp`]): an eighth of the
+//! bytes, where a real readout unit would have the detector's DMA write them.
 
 use daqnet_core::workload::mix;
 use daqnet_core::{EventId, ReadoutId};
 
 const PHI: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// Words per stamped line.
+const LINE_WORDS: u64 = 8;
+
+#[inline]
+fn word(k: u64, i: u64) -> u64 {
+    i.wrapping_mul(PHI).wrapping_add(if i % LINE_WORDS == 0 { k } else { 0 })
+}
 
 fn key(seed: u64, event: EventId, source: ReadoutId, index: u32) -> u64 {
     mix(mix(seed ^ 0x5041_594c_4f41_4400) ^ mix(event).rotate_left(13) ^ (((source as u64) << 32) | index as u64))
@@ -22,12 +33,42 @@ pub fn fill(seed: u64, event: EventId, source: ReadoutId, index: u32, out: &mut 
     let mut words = out.chunks_exact_mut(8);
     let mut i = 0u64;
     for w in &mut words {
-        w.copy_from_slice(&k.wrapping_add(i.wrapping_mul(PHI)).to_le_bytes());
+        w.copy_from_slice(&word(k, i).to_le_bytes());
         i += 1;
     }
     let tail = words.into_remainder();
-    let last = k.wrapping_add(i.wrapping_mul(PHI)).to_le_bytes();
+    let last = word(k, i).to_le_bytes();
     tail.copy_from_slice(&last[..tail.len()]);
+}
+
+/// Appends the payload of fragment `index` of readout unit `source` for `event`, `len` bytes,
+/// to `out` (without zero-filling it first).
+pub fn append(seed: u64, event: EventId, source: ReadoutId, index: u32, len: usize, out: &mut bytes::BytesMut) {
+    let k = key(seed, event, source, index);
+    let mut chunk = [0u8; 512];
+    let mut i = 0u64;
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(chunk.len());
+        for w in chunk.chunks_exact_mut(8) {
+            w.copy_from_slice(&word(k, i).to_le_bytes());
+            i += 1;
+        }
+        out.extend_from_slice(&chunk[..n]);
+        left -= n;
+    }
+}
+
+/// Turns `payload`, which holds a complete payload of the same length for any fragment, into
+/// the payload of fragment `index` of unit `source` for `event` by rewriting its stamped words.
+pub fn restamp(seed: u64, event: EventId, source: ReadoutId, index: u32, payload: &mut [u8]) {
+    let k = key(seed, event, source, index);
+    let line = (8 * LINE_WORDS) as usize;
+    for (n, chunk) in payload.chunks_mut(line).enumerate() {
+        let w = word(k, n as u64 * LINE_WORDS).to_le_bytes();
+        let m = chunk.len().min(8);
+        chunk[..m].copy_from_slice(&w[..m]);
+    }
 }
 
 /// Checks a received payload; on a mismatch returns the offset of the first wrong byte.
@@ -37,11 +78,11 @@ pub fn check(seed: u64, event: EventId, source: ReadoutId, index: u32, payload: 
     let mut diff = 0u64;
     let mut i = 0u64;
     for w in &mut words {
-        diff |= u64::from_le_bytes(w.try_into().expect("8 bytes")) ^ k.wrapping_add(i.wrapping_mul(PHI));
+        diff |= u64::from_le_bytes(w.try_into().expect("8 bytes")) ^ word(k, i);
         i += 1;
     }
     let tail = words.remainder();
-    let last = k.wrapping_add(i.wrapping_mul(PHI)).to_le_bytes();
+    let last = word(k, i).to_le_bytes();
     if diff == 0 && tail == &last[..tail.len()] {
         return Ok(());
     }
@@ -70,6 +111,29 @@ mod tests {
                 p[at] ^= 1 << bit;
                 prop_assert_eq!(check(seed, event, source, index, &p), Err(at));
             }
+        }
+    }
+
+    #[test]
+    fn append_matches_fill() {
+        for len in [0, 1, 7, 8, 511, 512, 513, 4099] {
+            let mut a = vec![0u8; len];
+            fill(5, 6, 7, 8, &mut a);
+            let mut b = bytes::BytesMut::from(&b"xy"[..]);
+            append(5, 6, 7, 8, len, &mut b);
+            assert_eq!(&b[2..], &a[..], "len {len}");
+        }
+    }
+
+    #[test]
+    fn restamping_another_payload_gives_this_one() {
+        for len in [0, 3, 64, 65, 1100, 131072] {
+            let mut a = vec![0u8; len];
+            fill(1, 2, 3, 4, &mut a);
+            restamp(1, 99, 5, 0, &mut a);
+            let mut b = vec![0u8; len];
+            fill(1, 99, 5, 0, &mut b);
+            assert_eq!(a, b, "len {len}");
         }
     }
 

@@ -108,7 +108,7 @@ pub fn run(a: RoleArgs) -> anyhow::Result<ExitCode> {
             );
             let opts = collector::CollectorOptions { index: a.index, supervisor: supervisor_addr };
             // Two threads: fragments are verified on the connection tasks, in parallel.
-            role_exit(block_on(2, collector::run(&sc, opts))?)
+            role_exit(block_on(1, collector::run(&sc, opts))?)
         }
         RoleName::Supervisor => {
             let opts = supervisor::SupervisorOptions {

@@ -86,5 +86,6 @@ startup_timeout_ms = 10000   # wait this long for every peer at start-up
 heartbeat_ms = 200           # every connection carries a frame at least this often
 peer_timeout_ms = 1000       # a peer silent this long is declared hung
 max_frame_bytes = 67108864   # larger frames close the connection
-readout_buffer_bytes = 67108864  # generated fragments a readout unit may hold (back-pressure)
+readout_buffer_bytes = 16777216  # generated fragments a readout unit may hold (back-pressure)
+verify_payload = true        # check every payload byte (headers are always checked)
 "#;

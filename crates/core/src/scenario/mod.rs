@@ -355,6 +355,9 @@ pub struct Deploy {
     /// for the supervisor to clear events (back-pressure, never a drop).
     #[serde(deserialize_with = "de_bytes")]
     pub readout_buffer_bytes: u64,
+    /// Check every payload byte of every fragment against its expected pattern (headers —
+    /// event, source, index, size — are always checked). Off only to measure what it costs.
+    pub verify_payload: bool,
 }
 
 /// Transport of a real run.
@@ -376,7 +379,8 @@ impl Default for Deploy {
             heartbeat_ms: 200,
             peer_timeout_ms: 1_000,
             max_frame_bytes: 64 << 20,
-            readout_buffer_bytes: 64 << 20,
+            readout_buffer_bytes: 16 << 20,
+            verify_payload: true,
         }
     }
 }

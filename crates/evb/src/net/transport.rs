@@ -56,25 +56,26 @@ pub struct Tcp {
     congestion: String,
 }
 
-impl Tcp {
-    fn configure(&self, s: &tokio::net::TcpStream) -> io::Result<()> {
-        s.set_nodelay(true)?;
-        socket2::SockRef::from(s).set_tcp_congestion(self.congestion.as_bytes()).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!(
-                    "cannot set congestion control {:?} (deploy.tcp_congestion): {e}; available: {}",
-                    self.congestion,
-                    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
-                        .unwrap_or_default()
-                        .trim()
-                ),
-            )
-        })
-    }
+/// Sets `TCP_NODELAY` and the congestion control `congestion` on a TCP socket; the error
+/// names the setting and lists what the kernel offers.
+pub fn tune_tcp(s: socket2::SockRef<'_>, congestion: &str) -> io::Result<()> {
+    s.set_nodelay(true)?;
+    s.set_tcp_congestion(congestion.as_bytes()).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "cannot set congestion control {congestion:?} (deploy.tcp_congestion): {e}; available: {}",
+                std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+                    .unwrap_or_default()
+                    .trim()
+            ),
+        )
+    })
+}
 
+impl Tcp {
     fn conn(&self, s: tokio::net::TcpStream) -> io::Result<Conn> {
-        self.configure(&s)?;
+        tune_tcp(socket2::SockRef::from(&s), &self.congestion)?;
         let peer = s.peer_addr().map(|a| a.to_string()).unwrap_or_default();
         let (r, w) = s.into_split();
         Ok(Conn { read: Box::new(r), write: Box::new(w), peer })

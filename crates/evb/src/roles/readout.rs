@@ -42,9 +42,11 @@ enum Ev {
 }
 
 /// An event's fragments as sent: each one its header followed by its payload.
-struct Held {
-    fragments: Vec<Bytes>,
-    bytes: u64,
+pub(crate) struct Held {
+    pub(crate) fragments: Vec<Bytes>,
+    pub(crate) bytes: u64,
+    /// Corrupted on purpose: its buffers are not reused.
+    corrupt: bool,
 }
 
 /// Runs one readout unit until the supervisor stops the run.
@@ -101,6 +103,7 @@ pub async fn run(sc: &Scenario, opts: ReadoutOptions) -> anyhow::Result<()> {
     let mut waiting: Vec<DataResponse> = Vec::new();
     let capacity = sc.deploy.readout_buffer_bytes;
     let mut armed: Option<u64> = None;
+    let mut pool = Recycler::default();
     let fatal = |detail: String| {
         sup_tx.send(&Message::Fault { fatal: true, event: None, detail: detail.clone() });
         anyhow!("readout {me}: {detail}")
@@ -115,7 +118,10 @@ pub async fn run(sc: &Scenario, opts: ReadoutOptions) -> anyhow::Result<()> {
                 Ev::Due => armed = None,
                 Ev::Supervisor(Message::Start { events }) => total = Some(events),
                 Ev::Supervisor(Message::Clear(event)) => match buffer.remove(&event) {
-                    Some(h) => held_bytes -= h.bytes,
+                    Some(h) => {
+                        held_bytes -= h.bytes;
+                        pool.give(h, capacity);
+                    }
                     None if event >= next_event => {
                         cleared_early.insert(event);
                     }
@@ -154,10 +160,12 @@ pub async fn run(sc: &Scenario, opts: ReadoutOptions) -> anyhow::Result<()> {
                 let event = next_event;
                 next_event += 1;
                 if !cleared_early.remove(&event) {
-                    let h = generate(seed, &sizes, me, event, opts.corrupt_event == Some(event));
+                    let h = generate(seed, &sizes, me, event, opts.corrupt_event == Some(event), &mut pool);
                     held_bytes += h.bytes;
                     buffer.insert(event, h);
                 }
+                // Let the connection tasks (responses, heartbeats) run between events.
+                tokio::task::yield_now().await;
             }
         }
         // Answer what is due and generated; wake up for what is due later.
@@ -217,8 +225,47 @@ fn response_head(r: &DataResponse, me: ReadoutId) -> ResponseHead {
     ResponseHead { event: r.event, readout: me, node: r.node, fragments: r.fragments, bytes: r.bytes }
 }
 
-/// Generates one event's fragments for unit `me`.
-fn generate(seed: u64, sizes: &FragmentSizes, me: ReadoutId, event: EventId, corrupt: bool) -> Held {
+/// Cleared fragments' buffers, by length, for reuse: their template bytes are already right,
+/// only the header and the stamped words change ([`payload::restamp`]).
+#[derive(Default)]
+pub(crate) struct Recycler {
+    free: HashMap<usize, Vec<BytesMut>>,
+    bytes: u64,
+}
+
+impl Recycler {
+    fn take(&mut self, len: usize) -> Option<BytesMut> {
+        let b = self.free.get_mut(&len)?.pop()?;
+        self.bytes -= len as u64;
+        Some(b)
+    }
+
+    /// Keeps the buffers of a cleared event that nobody else holds, up to `limit` bytes.
+    fn give(&mut self, held: Held, limit: u64) {
+        if held.corrupt {
+            return;
+        }
+        for f in held.fragments {
+            if self.bytes + f.len() as u64 > limit {
+                return;
+            }
+            if let Ok(m) = f.try_into_mut() {
+                self.bytes += m.len() as u64;
+                self.free.entry(m.len()).or_default().push(m);
+            }
+        }
+    }
+}
+
+/// Generates one event's fragments for unit `me`, reusing cleared buffers where it can.
+pub(crate) fn generate(
+    seed: u64,
+    sizes: &FragmentSizes,
+    me: ReadoutId,
+    event: EventId,
+    corrupt: bool,
+    pool: &mut Recycler,
+) -> Held {
     let mut bytes = 0;
     let fragments = sizes
         .fragment_bytes(event, me)
@@ -226,15 +273,52 @@ fn generate(seed: u64, sizes: &FragmentSizes, me: ReadoutId, event: EventId, cor
         .enumerate()
         .map(|(i, size)| {
             bytes += size;
-            let mut f = BytesMut::with_capacity(FRAGMENT_HEADER_BYTES + size as usize);
-            FragmentHeader { event, source: me, index: i as u32, size: size as u32 }.put(&mut f);
-            f.resize(FRAGMENT_HEADER_BYTES + size as usize, 0);
-            payload::fill(seed, event, me, i as u32, &mut f[FRAGMENT_HEADER_BYTES..]);
+            let header = FragmentHeader { event, source: me, index: i as u32, size: size as u32 };
+            let len = FRAGMENT_HEADER_BYTES + size as usize;
+            let mut f = match pool.take(len) {
+                Some(mut f) => {
+                    f[..FRAGMENT_HEADER_BYTES].copy_from_slice(&header.to_bytes());
+                    payload::restamp(seed, event, me, i as u32, &mut f[FRAGMENT_HEADER_BYTES..]);
+                    f
+                }
+                None => {
+                    let mut f = BytesMut::with_capacity(len);
+                    header.put(&mut f);
+                    payload::append(seed, event, me, i as u32, size as usize, &mut f);
+                    f
+                }
+            };
             if corrupt && i == 0 && size > 0 {
                 f[FRAGMENT_HEADER_BYTES + size as usize / 2] ^= 0x10;
             }
             f.freeze()
         })
         .collect();
-    Held { fragments, bytes }
+    Held { fragments, bytes, corrupt }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use daqnet_core::scenario::FragmentSize;
+
+    #[test]
+    fn recycled_buffers_give_the_same_fragments_as_fresh_ones() {
+        let sizes = FragmentSizes::new(FragmentSize::Fixed { bytes: 1100 }, 3, 4);
+        let mut pool = Recycler::default();
+        let first = generate(3, &sizes, 2, 10, false, &mut pool);
+        pool.give(first, 1 << 20);
+        assert_eq!(pool.bytes, 4 * (1100 + FRAGMENT_HEADER_BYTES as u64));
+        let reused = generate(3, &sizes, 2, 11, false, &mut pool);
+        assert_eq!(pool.bytes, 0, "every buffer reused");
+        let fresh = generate(3, &sizes, 2, 11, false, &mut Recycler::default());
+        assert_eq!(reused.fragments, fresh.fragments);
+        // A corrupted event's buffers are never reused, and a buffer still shared is not taken.
+        let bad = generate(3, &sizes, 2, 12, true, &mut pool);
+        pool.give(bad, 1 << 20);
+        let shared = fresh.fragments[0].clone();
+        pool.give(fresh, 1 << 20);
+        assert_eq!(pool.bytes, 3 * (1100 + FRAGMENT_HEADER_BYTES as u64));
+        drop(shared);
+    }
 }

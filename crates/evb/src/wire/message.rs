@@ -77,11 +77,17 @@ pub const FRAGMENT_HEADER_BYTES: usize = 24;
 impl FragmentHeader {
     /// Appends the header.
     pub fn put(&self, out: &mut BytesMut) {
-        out.put_u64_le(self.event);
-        out.put_u32_le(self.source);
-        out.put_u32_le(self.index);
-        out.put_u32_le(self.size);
-        out.put_u32_le(0);
+        out.put_slice(&self.to_bytes());
+    }
+
+    /// The encoded header.
+    pub fn to_bytes(&self) -> [u8; FRAGMENT_HEADER_BYTES] {
+        let mut b = [0u8; FRAGMENT_HEADER_BYTES];
+        b[..8].copy_from_slice(&self.event.to_le_bytes());
+        b[8..12].copy_from_slice(&self.source.to_le_bytes());
+        b[12..16].copy_from_slice(&self.index.to_le_bytes());
+        b[16..20].copy_from_slice(&self.size.to_le_bytes());
+        b
     }
 
     /// Reads a header off the front of `b`.

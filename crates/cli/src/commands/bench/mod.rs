@@ -1,9 +1,12 @@
-//! `daqnet bench`: simulator speed on the reference loads of issue 2.
+//! `daqnet bench`: simulator speed on the reference loads of issue 2, the parallel sweep, and
+//! the real event builder against raw TCP ([`run`]).
 //!
 //! Each case runs in a child process so its peak memory can be read on its own. Speed is
 //! reported in absolute terms and as a ratio to a baseline measured in the same run: the raw
 //! throughput of the simulator's event queue (schedule + pop of small events), which tracks how
 //! fast this machine is at the simulator's innermost operation.
+
+mod run;
 
 use clap::Args;
 use daqnet_sim::engine::EventQueue;
@@ -15,7 +18,8 @@ use std::time::Instant;
 
 /// Measure simulator speed: collision events, packets and scheduler events per wall second,
 /// and peak memory, on the ATLAS 2015 set-up (Switch 1, 400 credits) and a DAQ-like load;
-/// then the parallel speed-up of an 8-point sweep (--jobs 2 against --jobs 1).
+/// then the parallel speed-up of an 8-point sweep (--jobs 2 against --jobs 1); then the real
+/// event builder (`daqnet run`) against raw TCP between two processes on loopback.
 #[derive(Args)]
 #[command(after_help = "Example:\n  cargo run --release -- bench")]
 pub struct BenchArgs {
@@ -25,9 +29,16 @@ pub struct BenchArgs {
     /// Repetitions per case; the fastest is reported.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
-    /// Run only one part: `sim` (simulator speed) or `sweep` (parallel sweep speed-up).
-    #[arg(long, value_parser = ["sim", "sweep"])]
+    /// Run only one part: `sim` (simulator speed), `sweep` (parallel sweep speed-up) or `run`
+    /// (real event builder goodput against raw TCP).
+    #[arg(long, value_parser = ["sim", "sweep", "run"])]
     only: Option<String>,
+    /// Internal: send raw TCP to this address for --seconds (the raw TCP baseline's sender).
+    #[arg(long, hide = true, value_name = "ADDR")]
+    raw_tcp_send: Option<String>,
+    /// Internal: how long the raw TCP sender sends.
+    #[arg(long, hide = true, default_value_t = 3.0)]
+    seconds: f64,
     /// Internal: run one case in this process and print its figures as JSON.
     #[arg(long, hide = true)]
     case: Option<String>,
@@ -102,11 +113,19 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
         run_case(&a.scenarios, case)?;
         return Ok(ExitCode::SUCCESS);
     }
-    if a.only.as_deref() != Some("sweep") {
+    if let Some(addr) = &a.raw_tcp_send {
+        run::raw_tcp_send(addr, a.seconds)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let part = |p: &str| a.only.as_deref().is_none_or(|o| o == p);
+    if part("sim") {
         bench_sim(&a)?;
     }
-    if a.only.as_deref() != Some("sim") {
+    if part("sweep") {
         bench_sweep(&a)?;
+    }
+    if part("run") {
+        run::bench_run(&a.scenarios, a.repeat)?;
     }
     Ok(ExitCode::SUCCESS)
 }
