@@ -20,7 +20,7 @@ const LINE_WORDS: u64 = 8;
 
 #[inline]
 fn word(k: u64, i: u64) -> u64 {
-    i.wrapping_mul(PHI).wrapping_add(if i % LINE_WORDS == 0 { k } else { 0 })
+    i.wrapping_mul(PHI).wrapping_add(if i.is_multiple_of(LINE_WORDS) { k } else { 0 })
 }
 
 fn key(seed: u64, event: EventId, source: ReadoutId, index: u32) -> u64 {
