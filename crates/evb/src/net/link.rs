@@ -154,8 +154,10 @@ where
                     }
                 }
             }
-            if buf.capacity() - buf.len() < 16 << 10 {
-                buf.reserve(128 << 10);
+            // Small reads until a frame header is in: the decoder then reserves room for the
+            // whole frame, so a large frame is copied at most a few kB before landing in place.
+            if buf.capacity() - buf.len() < 4 << 10 {
+                buf.reserve(16 << 10);
             }
             match timeout(peer_timeout, r.read_buf(&mut buf)).await {
                 Err(_) => break format!("silent for {} ms (no data, no heartbeat): hung?", peer_timeout.as_millis()),

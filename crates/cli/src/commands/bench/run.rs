@@ -1,6 +1,7 @@
-//! The real event builder's benchmark: raw TCP between two local processes as the baseline,
-//! then `daqnet run` goodput for 16 readout units × 128 KiB fragments into one node (seed
-//! 000's fragment size) with payload verification on and off, then events per second for the
+//! The real event builder's benchmark: raw TCP between two local processes as the baseline, and
+//! raw TCP from 16 processes into one (the same incast without any DAQ logic), then `daqnet
+//! run` goodput for 16 readout units × 128 KiB fragments into one node with 8 processing units
+//! (seed 000's fragment size) with payload verification on and off, then events per second for the
 //! small ATLAS-like system (1.1 kB fragments). Everything in one run, so the ratios hold even
 //! though absolute speeds on a shared 2-core machine drift from minute to minute.
 
@@ -24,29 +25,48 @@ pub fn raw_tcp_send(addr: &str, seconds: f64) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Raw single-stream TCP from a child process to this one, in Gb/s.
-fn raw_tcp(seconds: f64) -> anyhow::Result<f64> {
+/// Raw TCP from `streams` child processes into this one (a thread per stream), in Gb/s:
+/// total bytes over the time from the first byte to the last.
+fn raw_tcp(streams: usize, seconds: f64) -> anyhow::Result<f64> {
     let l = TcpListener::bind("127.0.0.1:0")?;
     let addr = l.local_addr()?.to_string();
-    let mut child = Command::new(std::env::current_exe()?)
-        .args(["bench", "--raw-tcp-send", &addr, "--seconds", &seconds.to_string()])
-        .stdout(Stdio::null())
-        .spawn()?;
-    let (mut s, _) = l.accept()?;
-    tune_tcp(socket2::SockRef::from(&s), "cubic")?;
-    let mut buf = vec![0u8; 256 << 10];
-    let n = s.read(&mut buf)?;
-    let start = Instant::now();
-    let mut bytes = n as u64;
-    loop {
-        match s.read(&mut buf)? {
-            0 => break,
-            n => bytes += n as u64,
-        }
+    let exe = std::env::current_exe()?;
+    let mut children = Vec::new();
+    for _ in 0..streams {
+        children.push(
+            Command::new(&exe)
+                .args(["bench", "--raw-tcp-send", &addr, "--seconds", &seconds.to_string()])
+                .stdout(Stdio::null())
+                .spawn()?,
+        );
     }
-    let secs = start.elapsed().as_secs_f64();
-    child.wait()?;
-    Ok(bytes as f64 * 8.0 / secs / 1e9)
+    let mut readers = Vec::new();
+    for _ in 0..streams {
+        let (mut s, _) = l.accept()?;
+        tune_tcp(socket2::SockRef::from(&s), "cubic")?;
+        readers.push(std::thread::spawn(move || -> std::io::Result<(Instant, Instant, u64)> {
+            let mut buf = vec![0u8; 256 << 10];
+            let mut bytes = s.read(&mut buf)? as u64;
+            let first = Instant::now();
+            loop {
+                match s.read(&mut buf)? {
+                    0 => return Ok((first, Instant::now(), bytes)),
+                    n => bytes += n as u64,
+                }
+            }
+        }));
+    }
+    let mut spans = Vec::new();
+    for r in readers {
+        spans.push(r.join().map_err(|_| anyhow::anyhow!("a raw TCP reader panicked"))??);
+    }
+    for mut c in children {
+        c.wait()?;
+    }
+    let start = spans.iter().map(|s| s.0).min().expect("streams >= 1");
+    let end = spans.iter().map(|s| s.1).max().expect("streams >= 1");
+    let bytes: u64 = spans.iter().map(|s| s.2).sum();
+    Ok(bytes as f64 * 8.0 / (end - start).as_secs_f64() / 1e9)
 }
 
 /// One `daqnet run`; returns its report.
@@ -77,7 +97,7 @@ pub fn bench_run(scenarios: &Path, repeat: u32) -> anyhow::Result<()> {
         sets(&[
             "system.readout_units=16",
             "system.fragment_size.bytes=128KiB",
-            "system.pus_per_node=4",
+            "system.pus_per_node=8",
             "system.processing_time_ns=0",
             "run.events=4000",
             "run.warmup_events=100",
@@ -85,21 +105,24 @@ pub fn bench_run(scenarios: &Path, repeat: u32) -> anyhow::Result<()> {
         ])
     };
     let atlas = sets(&["system.processing_time_ns=0", "run.events=20000", "run.warmup_events=500"]);
-    let (mut raw, mut on, mut off, mut events) = (0f64, 0f64, 0f64, 0f64);
+    let (mut raw, mut raw16, mut on, mut off, mut events) = (0f64, 0f64, 0f64, 0f64, 0f64);
     for _ in 0..repeat {
         // Interleaved, so a slow minute of the machine hits every figure alike.
-        raw = raw.max(raw_tcp(3.0)?);
+        raw = raw.max(raw_tcp(1, 3.0)?);
+        raw16 = raw16.max(raw_tcp(16, 3.0)?);
         on = on.max(run_once(scenarios, "incast-micro.toml", &bulk(true))?.goodput_bps / 1e9);
         off = off.max(run_once(scenarios, "incast-micro.toml", &bulk(false))?.goodput_bps / 1e9);
         events = events.max(run_once(scenarios, "run/atlas-small.toml", &atlas)?.event_rate_hz);
     }
     println!("\nreal event builder on loopback ({} CPU cores), best of {repeat}:", super::super::cores());
     println!("  raw TCP, one stream between two processes      {raw:>7.2} Gb/s");
+    println!("  raw TCP, 16 processes -> 1 (incast, no DAQ)     {raw16:>7.2} Gb/s   {:.2} of one stream", raw16 / raw);
     println!(
-        "  daqnet run, 16 RU x 128 KiB -> 1 node, verify   {on:>7.2} Gb/s   {:.2} of raw TCP (goal >= 0.70)",
-        on / raw
+        "  daqnet run, 16 RU x 128 KiB -> 1 node, verify   {on:>7.2} Gb/s   {:.2} of one stream (goal >= 0.70), {:.2} of 16 -> 1",
+        on / raw,
+        on / raw16
     );
-    println!("  the same, payload check off                     {off:>7.2} Gb/s   {:.2} of raw TCP", off / raw);
+    println!("  the same, payload check off                     {off:>7.2} Gb/s   {:.2} of one stream", off / raw);
     println!("  verification cost                               {:>7.1} % of goodput", 100.0 * (1.0 - on / off));
     println!("  daqnet run, atlas-small (8 RU x 12 x 1.1 kB)    {events:>7.0} events/s");
     Ok(())
