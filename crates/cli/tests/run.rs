@@ -282,3 +282,13 @@ fn bad_frames_are_refused_and_missing_roles_are_named() {
         "missing roles named: {out}"
     );
 }
+
+#[test]
+fn limits_of_a_real_run_are_named_before_anything_starts() {
+    let o = daqnet(&["run", "scenarios/run/atlas-small.toml", "--set", "deploy.readout_buffer_bytes=10kB"]);
+    assert_eq!(o.status.code(), Some(2));
+    let t = text(&o);
+    assert!(t.contains("scenarios/run/atlas-small.toml: field `deploy.readout_buffer_bytes`: is 10000"), "{t}");
+    let o = daqnet(&["role", "readout", "--scenario", "scenarios/run/atlas-small.toml", "--index", "8"]);
+    assert!(text(&o).contains("--index 8: the scenario has readout units 0..8"), "{}", text(&o));
+}

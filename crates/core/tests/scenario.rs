@@ -105,3 +105,20 @@ fn unknown_buffer_scheme_lists_the_schemes() {
     assert!(e.contains("network.rack_switch.buffer"), "{e}");
     assert!(e.contains("dedicated") && e.contains("shared") && e.contains("deep"), "{e}");
 }
+
+#[test]
+fn real_run_limits_are_checked_only_for_real_runs() {
+    // A 10 MB fragment: fine to simulate, too big for the default frame and buffer limits.
+    let big = ["system.fragment_size.bytes=10MB", "system.readout_units=2", "system.nodes=1"];
+    let sc = parse_str("", "t", &big.map(String::from)).expect("the simulator accepts it");
+    let fields: Vec<String> = sc.run_problems().into_iter().map(|(f, _)| f).collect();
+    assert_eq!(fields, ["deploy.max_frame_bytes", "deploy.readout_buffer_bytes"]);
+    assert!(Scenario::default().with_defaults().run_problems().is_empty());
+    // Deploy fields that are wrong for any substrate are plain validation errors.
+    let e = err("", &["deploy.supervisor=nowhere"]);
+    assert!(e.contains("deploy.supervisor") && e.contains("\"nowhere\""), "{e}");
+    let e = err("", &["deploy.readouts=[\"127.0.0.1:1\"]"]);
+    assert!(e.contains("one per readout unit (160)"), "{e}");
+    let e = err("", &["deploy.peer_timeout_ms=100"]);
+    assert!(e.contains("at least twice deploy.heartbeat_ms"), "{e}");
+}

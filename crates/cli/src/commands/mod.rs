@@ -18,6 +18,18 @@ pub fn load_scenario(path: &Path, sets: &[String]) -> anyhow::Result<Scenario> {
     daqnet_core::scenario::load(path, sets).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
+/// Loads a scenario for a real run: [`load_scenario`] plus the checks only a real run needs.
+pub fn load_run_scenario(path: &Path, sets: &[String]) -> anyhow::Result<Scenario> {
+    let sc = load_scenario(path, sets)?;
+    let problems = sc.run_problems();
+    if !problems.is_empty() {
+        let lines: Vec<String> =
+            problems.iter().map(|(field, m)| format!("{}: field `{field}`: {m}", path.display())).collect();
+        anyhow::bail!("{}", lines.join("\n"));
+    }
+    Ok(sc)
+}
+
 /// Writes `text` to `dir/name`, creating `dir`.
 pub fn write_file(dir: &Path, name: &str, text: &str) -> anyhow::Result<std::path::PathBuf> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create output folder {}", dir.display()))?;

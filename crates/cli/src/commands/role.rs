@@ -81,7 +81,7 @@ pub struct RoleArgs {
 
 /// Runs the verb.
 pub fn run(a: RoleArgs) -> anyhow::Result<ExitCode> {
-    let sc = super::load_scenario(&a.scenario, &a.set)?;
+    let sc = super::load_run_scenario(&a.scenario, &a.set)?;
     let supervisor_addr = a.supervisor.clone().unwrap_or_else(|| sc.deploy.supervisor.clone());
     match a.role {
         RoleName::Readout => {

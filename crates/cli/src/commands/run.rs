@@ -67,7 +67,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(s) = a.seed {
         sets.push(format!("run.seed={s}"));
     }
-    let scenario = super::load_scenario(&a.file, &sets)?;
+    let scenario = super::load_run_scenario(&a.file, &sets)?;
     if let Some(d) = a.duration_s {
         anyhow::ensure!(d.is_finite() && d > 0.0, "--duration-s {d}: must be a positive number of seconds");
     }

@@ -191,6 +191,38 @@ impl Scenario {
         p
     }
 
+    /// Problems that matter only to a real run (`daqnet run`, `daqnet role`, the testbed): the
+    /// frame size and readout buffer limits against the event size. The simulator, which holds
+    /// no fragments, does not ask.
+    pub fn run_problems(&self) -> Vec<(String, String)> {
+        let mut p = Problems::new();
+        let d = &self.deploy;
+        let unit = self.nominal_unit_bytes();
+        // A response carries one unit's fragments with a 24-byte header each, plus 40 bytes.
+        let frame = unit + 24 * self.system.fragments_per_unit as u64 + 40;
+        need(
+            &mut p,
+            (4096..=1 << 31).contains(&d.max_frame_bytes) && d.max_frame_bytes >= frame,
+            "deploy.max_frame_bytes",
+            format!(
+                "is {}; must be in 4 KiB ..= 2 GiB and hold one readout unit's response ({frame} bytes at nominal sizes)",
+                d.max_frame_bytes
+            ),
+        );
+        let in_flight = (self.total_pus() as u64 + 1) * unit;
+        need(
+            &mut p,
+            d.readout_buffer_bytes >= in_flight,
+            "deploy.readout_buffer_bytes",
+            format!(
+                "is {}; must hold the fragments of one event per processing unit plus one ({in_flight} bytes), or \
+                 the readout units' generators could wait for events that can never be cleared",
+                d.readout_buffer_bytes
+            ),
+        );
+        p
+    }
+
     fn validate_deploy(&self, p: &mut Problems) {
         let d = &self.deploy;
         let addr = |p: &mut Problems, field: &str, a: &str| {
@@ -230,29 +262,6 @@ impl Scenario {
             d.peer_timeout_ms >= 2 * d.heartbeat_ms,
             "deploy.peer_timeout_ms",
             format!("is {}; must be at least twice deploy.heartbeat_ms ({})", d.peer_timeout_ms, d.heartbeat_ms),
-        );
-        let unit = self.nominal_unit_bytes();
-        // A response carries one unit's fragments with a 24-byte header each, plus 40 bytes.
-        let frame = unit + 24 * self.system.fragments_per_unit as u64 + 40;
-        need(
-            p,
-            (4096..=1 << 31).contains(&d.max_frame_bytes) && d.max_frame_bytes >= frame,
-            "deploy.max_frame_bytes",
-            format!(
-                "is {}; must be in 4 KiB ..= 2 GiB and hold one readout unit's response ({frame} bytes at nominal sizes)",
-                d.max_frame_bytes
-            ),
-        );
-        let in_flight = (self.total_pus() as u64 + 1) * unit;
-        need(
-            p,
-            d.readout_buffer_bytes >= in_flight,
-            "deploy.readout_buffer_bytes",
-            format!(
-                "is {}; must hold the fragments of one event per processing unit plus one ({in_flight} bytes), or \
-                 the readout units' generators could wait for events that can never be cleared",
-                d.readout_buffer_bytes
-            ),
         );
     }
 }

@@ -71,7 +71,7 @@ fn raw_tcp(streams: usize, seconds: f64) -> anyhow::Result<f64> {
 
 /// One `daqnet run`; returns its report.
 fn run_once(scenarios: &Path, file: &str, sets: &[String]) -> anyhow::Result<daqnet_core::report::RunReport> {
-    let sc = super::super::load_scenario(&scenarios.join(file), sets)?;
+    let sc = super::super::load_run_scenario(&scenarios.join(file), sets)?;
     let out = std::env::temp_dir().join(format!("daqnet-bench-run-{}", std::process::id()));
     let opts = LaunchOptions {
         exe: std::env::current_exe()?,
