@@ -126,7 +126,7 @@ fn run_processes(sc: &Scenario, opts: &LaunchOptions, file: &Path) -> anyhow::Re
         Err(e) => Err(anyhow!("cannot start a role: {e}")),
     };
     // No role outlives the run: give them a moment to exit on their own, then kill.
-    let grace = Instant::now() + Duration::from_secs(3);
+    let grace = Instant::now() + Duration::from_secs(1);
     for p in &mut procs {
         while Instant::now() < grace && matches!(p.child.try_wait(), Ok(None)) {
             std::thread::sleep(Duration::from_millis(10));
