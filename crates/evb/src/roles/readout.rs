@@ -203,7 +203,7 @@ pub async fn run(sc: &Scenario, opts: ReadoutOptions) -> anyhow::Result<()> {
                 )));
             }
             let mut head = BytesMut::with_capacity(8 + RESPONSE_HEAD_BYTES);
-            put_header(&mut head, Message::Response(response_head(&r, me), Bytes::new()).kind(), body);
+            put_header(&mut head, Message::RESPONSE_KIND, body);
             put_response_head(&mut head, &response_head(&r, me));
             let mut pieces = Vec::with_capacity(1 + held.fragments.len());
             pieces.push(head.freeze());

@@ -238,6 +238,9 @@ fn bool_from(v: u8) -> Result<bool, WireError> {
 }
 
 impl Message {
+    /// The frame kind of [`Message::Response`], for writers that build its frame in pieces.
+    pub const RESPONSE_KIND: u8 = 8;
+
     /// The frame kind.
     pub fn kind(&self) -> u8 {
         match self {
@@ -248,7 +251,7 @@ impl Message {
             Message::Ready(_) => 5,
             Message::Assign { .. } => 6,
             Message::Request { .. } => 7,
-            Message::Response(..) => 8,
+            Message::Response(..) => Self::RESPONSE_KIND,
             Message::Built { .. } => 9,
             Message::Done(_) => 10,
             Message::Clear(_) => 11,
