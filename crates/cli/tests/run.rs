@@ -8,6 +8,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// One real run at a time: each starts up to 34 processes, and on a 2-core machine runs in
+/// parallel would starve each other's heartbeats.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn out_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("daqnet-run-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -71,6 +78,7 @@ fn signal(pid: u32, sig: &str) {
 
 #[test]
 fn incast_micro_builds_and_verifies_200_events() {
+    let _one_at_a_time = serial();
     let dir = out_dir("incast");
     let o = daqnet(&[
         "run",
@@ -100,6 +108,7 @@ fn incast_micro_builds_and_verifies_200_events() {
 /// per node, counted at the sockets, reach the node's 48 credits and never exceed them.
 #[test]
 fn atlas_small_runs_every_policy_within_credits() {
+    let _one_at_a_time = serial();
     for policy in ["fcfs", "random", "node_round_robin", "node_load_balance", "pu_round_robin"] {
         let dir = out_dir(policy);
         let set = format!("system.supervisor.policy={policy}");
@@ -141,6 +150,7 @@ fn slow_run(dir: &Path, events: &str, extra: &[&str]) -> Child {
 
 #[test]
 fn a_killed_readout_ends_the_run_with_a_report_naming_the_lost_events() {
+    let _one_at_a_time = serial();
     let dir = out_dir("kill");
     let mut run = slow_run(&dir, "3000", &[]);
     let pid = pid_of(&dir, "readout 1");
@@ -166,6 +176,7 @@ fn a_killed_readout_ends_the_run_with_a_report_naming_the_lost_events() {
 
 #[test]
 fn a_hung_readout_is_noticed_by_its_silence() {
+    let _one_at_a_time = serial();
     let dir = out_dir("hang");
     let mut run = slow_run(&dir, "3000", &[]);
     let pid = pid_of(&dir, "readout 2");
@@ -185,6 +196,7 @@ fn a_hung_readout_is_noticed_by_its_silence() {
 
 #[test]
 fn a_corrupted_payload_is_detected_and_reported() {
+    let _one_at_a_time = serial();
     let dir = out_dir("corrupt");
     let o =
         daqnet(&["run", "scenarios/run/atlas-small.toml", "--corrupt", "2:17", "-q", "--out", dir.to_str().unwrap()]);
@@ -216,6 +228,7 @@ fn http_get(addr: &str) -> Option<String> {
 
 #[test]
 fn metrics_are_served_while_running() {
+    let _one_at_a_time = serial();
     let dir = out_dir("metrics");
     let addr = format!("127.0.0.1:{}", free_port());
     let mut run = slow_run(&dir, "1000", &["--metrics", &addr]);
@@ -253,6 +266,7 @@ fn metrics_are_served_while_running() {
 /// lives on), and start-up gives up naming every role that never came.
 #[test]
 fn bad_frames_are_refused_and_missing_roles_are_named() {
+    let _one_at_a_time = serial();
     let mut sup = Command::new(env!("CARGO_BIN_EXE_daqnet"))
         .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
         .args(["role", "supervisor", "--scenario", "scenarios/run/atlas-small.toml", "--announce", "-q"])
@@ -285,6 +299,7 @@ fn bad_frames_are_refused_and_missing_roles_are_named() {
 
 #[test]
 fn limits_of_a_real_run_are_named_before_anything_starts() {
+    let _one_at_a_time = serial();
     let o = daqnet(&["run", "scenarios/run/atlas-small.toml", "--set", "deploy.readout_buffer_bytes=10kB"]);
     assert_eq!(o.status.code(), Some(2));
     let t = text(&o);
