@@ -131,7 +131,8 @@ fn atlas_small_runs_every_policy_within_credits() {
     }
 }
 
-/// A slow run (500 Hz) so that a role can be hit in the middle of it.
+/// A slow run (500 Hz) so that a role can be hit in the middle of it; readout units answer
+/// after 3 ms, so at any moment at least one event is being collected.
 fn slow_run(dir: &Path, events: &str, extra: &[&str]) -> Child {
     let mut args = vec![
         "run",
@@ -140,6 +141,8 @@ fn slow_run(dir: &Path, events: &str, extra: &[&str]) -> Child {
         events,
         "--set",
         "system.supervisor.rate_hz=500",
+        "--set",
+        "system.readout_service_ns=3000000",
         "-q",
         "--out",
         dir.to_str().unwrap(),
