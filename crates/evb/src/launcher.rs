@@ -16,8 +16,8 @@ pub struct LaunchOptions {
     pub exe: PathBuf,
     /// The scenario's name in the report.
     pub origin: String,
-    /// Report folder.
-    pub out: Option<PathBuf>,
+    /// Output folder: report, per-event CSV, the resolved scenario, `roles.json`.
+    pub out: PathBuf,
     /// Per-event CSV.
     pub per_event: bool,
     /// Prometheus endpoint address.
@@ -39,23 +39,12 @@ struct Proc {
 /// Runs the scenario with every role as a local process; returns the supervisor's exit code
 /// (0: every event built and verified).
 pub fn launch(sc: &Scenario, opts: &LaunchOptions) -> anyhow::Result<i32> {
-    let scratch;
-    let dir = match &opts.out {
-        Some(d) => d.clone(),
-        None => {
-            scratch = std::env::temp_dir().join(format!("daqnet-run-{}", std::process::id()));
-            scratch.clone()
-        }
-    };
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let dir = &opts.out;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     // Every role reads the resolved scenario, so `--set` overrides reach all of them.
     let file = dir.join("scenario.toml");
     std::fs::write(&file, sc.to_toml()).with_context(|| format!("cannot write {}", file.display()))?;
-    let result = run_processes(sc, opts, &file);
-    if opts.out.is_none() {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    result
+    run_processes(sc, opts, &file)
 }
 
 fn role(exe: &Path, file: &Path, role: &str) -> Command {
@@ -68,9 +57,7 @@ fn run_processes(sc: &Scenario, opts: &LaunchOptions, file: &Path) -> anyhow::Re
     let mut procs: Vec<Proc> = Vec::new();
     let mut sup = role(&opts.exe, file, "supervisor");
     sup.args(["--announce", "--origin", &opts.origin]).stdout(Stdio::piped());
-    if let Some(o) = &opts.out {
-        sup.arg("--out").arg(o);
-    }
+    sup.arg("--out").arg(&opts.out);
     if opts.per_event {
         sup.arg("--per-event");
     }
@@ -116,11 +103,9 @@ fn run_processes(sc: &Scenario, opts: &LaunchOptions, file: &Path) -> anyhow::Re
         }
         Ok(())
     })();
-    if let Some(o) = &opts.out {
-        let roles: Vec<serde_json::Value> =
-            procs.iter().map(|p| serde_json::json!({ "role": p.name, "pid": p.child.id() })).collect();
-        let _ = std::fs::write(o.join("roles.json"), serde_json::to_string_pretty(&roles)?);
-    }
+    let roles: Vec<serde_json::Value> =
+        procs.iter().map(|p| serde_json::json!({ "role": p.name, "pid": p.child.id() })).collect();
+    let _ = std::fs::write(opts.out.join("roles.json"), serde_json::to_string_pretty(&roles)?);
     let code = match started {
         Ok(()) => wait_for_supervisor(&mut procs),
         Err(e) => Err(anyhow!("cannot start a role: {e}")),

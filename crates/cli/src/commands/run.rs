@@ -81,7 +81,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let opts = LaunchOptions {
         exe: std::env::current_exe()?,
         origin: a.file.display().to_string(),
-        out: Some(a.out),
+        out: a.out,
         per_event: a.per_event,
         metrics: a.metrics,
         duration_s: a.duration_s,

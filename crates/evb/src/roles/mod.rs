@@ -5,8 +5,8 @@ pub mod collector;
 pub mod readout;
 pub mod supervisor;
 
-use crate::net::link::{connect_until, spawn_reader};
-use crate::net::transport::{from_deploy, BoxRead, Conn, Transport};
+use crate::net::link::{connect_until, first_message, spawn_reader};
+use crate::net::transport::{from_deploy, BoxRead, Conn, Listener, Transport};
 use crate::wire::{FrameDecoder, Message};
 use bytes::BytesMut;
 use daqnet_core::{Nanos, Scenario};
@@ -73,6 +73,34 @@ impl Setup {
         connect_until(&*self.transport, addr, Instant::now() + self.startup, "the supervisor")
             .await
             .map_err(|e| anyhow::anyhow!("{me}: {e}"))
+    }
+
+    /// Accepts connections on `listener` until the process ends. Each must open with a hello
+    /// within the start-up limit; `joined` turns it into an event for the role's loop, or hands
+    /// the message back to refuse the connection (logged, as is a missing or malformed hello).
+    fn accept_hellos<E, F>(&self, mut listener: Box<dyn Listener>, me: &'static str, tx: UnboundedSender<E>, joined: F)
+    where
+        E: Send + 'static,
+        F: Fn(Message, Conn, BytesMut) -> Result<E, Message> + Send + Sync + 'static,
+    {
+        let (decoder, limit, joined) = (self.decoder.clone(), self.startup, Arc::new(joined));
+        tokio::spawn(async move {
+            while let Ok(mut c) = listener.accept().await {
+                let (tx, decoder, joined) = (tx.clone(), decoder.clone(), joined.clone());
+                tokio::spawn(async move {
+                    let peer = c.peer.clone();
+                    match first_message(&mut c.read, &decoder, limit).await {
+                        Ok((m, rest)) => match joined(m, c, rest) {
+                            Ok(e) => {
+                                let _ = tx.send(e);
+                            }
+                            Err(m) => eprintln!("{me}: refused the connection from {peer}, which opened with {m:?}"),
+                        },
+                        Err(e) => eprintln!("{me}: connection from {peer}: {e}"),
+                    }
+                });
+            }
+        });
     }
 
     fn reader<E, F>(&self, r: BoxRead, pending: BytesMut, events: UnboundedSender<E>, map: F)

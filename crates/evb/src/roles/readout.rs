@@ -4,7 +4,7 @@
 //! generator wait (back-pressure), never drop.
 
 use super::{ms, wake_at, Setup};
-use crate::net::link::{first_message, spawn_writer, Sender};
+use crate::net::link::{spawn_writer, Sender};
 use crate::payload;
 use crate::wire::{
     put_header, put_response_head, FragmentHeader, Message, ResponseHead, Role, FRAGMENT_HEADER_BYTES,
@@ -54,7 +54,7 @@ pub async fn run(sc: &Scenario, opts: ReadoutOptions) -> anyhow::Result<()> {
     let setup = Setup::new(sc);
     let me = opts.index;
     let listen = opts.listen.clone().or_else(|| sc.deploy.readouts.get(me as usize).cloned());
-    let mut listener =
+    let listener =
         setup.transport.listen(listen.as_deref().unwrap_or("127.0.0.1:0")).await.with_context(|| {
             format!("readout {me}: cannot listen on {}", listen.as_deref().unwrap_or("127.0.0.1:0"))
         })?;
@@ -69,26 +69,10 @@ pub async fn run(sc: &Scenario, opts: ReadoutOptions) -> anyhow::Result<()> {
         })
     });
     // Collectors connect and say which node they are.
-    {
-        let tx = tx.clone();
-        let (decoder, limit) = (setup.decoder.clone(), setup.startup);
-        tokio::spawn(async move {
-            while let Ok(mut c) = listener.accept().await {
-                let (tx, decoder) = (tx.clone(), decoder.clone());
-                tokio::spawn(async move {
-                    match first_message(&mut c.read, &decoder, limit).await {
-                        Ok((Message::Hello { role: Role::Collector, index, .. }, rest)) => {
-                            let _ = tx.send(Ev::Joined(index, c, rest));
-                        }
-                        Ok((m, _)) => {
-                            eprintln!("readout: connection from {} did not start with a collector hello: {m:?}", c.peer)
-                        }
-                        Err(e) => eprintln!("readout: connection from {}: {e}", c.peer),
-                    }
-                });
-            }
-        });
-    }
+    setup.accept_hellos(listener, "readout", tx.clone(), |m, c, rest| match m {
+        Message::Hello { role: Role::Collector, index, .. } => Ok(Ev::Joined(index, c, rest)),
+        m => Err(m),
+    });
 
     let sys = &sc.system;
     let seed = sc.run.seed;
@@ -98,6 +82,8 @@ pub async fn run(sc: &Scenario, opts: ReadoutOptions) -> anyhow::Result<()> {
     let mut buffer: BTreeMap<EventId, Held> = BTreeMap::new();
     let mut held_bytes = 0u64;
     let mut next_event: EventId = 0;
+    // Bytes of the next event to generate (drawn once per event, not once per loop turn).
+    let mut next_bytes = sizes.unit_bytes(0, me);
     let mut total: Option<u64> = None;
     let mut cleared_early: HashSet<EventId> = HashSet::new();
     let mut waiting: Vec<DataResponse> = Vec::new();
@@ -110,7 +96,7 @@ pub async fn run(sc: &Scenario, opts: ReadoutOptions) -> anyhow::Result<()> {
     };
 
     loop {
-        let room = total.is_some_and(|t| next_event < t) && held_bytes + sizes.unit_bytes(next_event, me) <= capacity;
+        let room = total.is_some_and(|t| next_event < t) && held_bytes + next_bytes <= capacity;
         let now = setup.now();
         tokio::select! {
             biased;
@@ -159,6 +145,7 @@ pub async fn run(sc: &Scenario, opts: ReadoutOptions) -> anyhow::Result<()> {
             _ = std::future::ready(()), if room => {
                 let event = next_event;
                 next_event += 1;
+                next_bytes = sizes.unit_bytes(next_event, me);
                 if !cleared_early.remove(&event) {
                     let h = generate(seed, &sizes, me, event, opts.corrupt_event == Some(event), &mut pool);
                     held_bytes += h.bytes;

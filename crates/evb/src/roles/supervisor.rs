@@ -4,7 +4,7 @@
 
 use super::{ms, wake_at, Setup};
 use crate::metrics::{Metrics, NodeLabel};
-use crate::net::link::{first_message, spawn_writer, Sender};
+use crate::net::link::{spawn_writer, Sender};
 use crate::net::transport::Conn;
 use crate::wire::{CollectorStatus, Message, Role};
 use anyhow::{anyhow, Context};
@@ -106,7 +106,7 @@ pub async fn run(sc: &Scenario, opts: SupervisorOptions) -> anyhow::Result<Outco
     let setup = Setup::new(sc);
     let sys = &sc.system;
     let listen = opts.listen.clone().unwrap_or_else(|| sc.deploy.supervisor.clone());
-    let mut listener =
+    let listener =
         setup.transport.listen(&listen).await.with_context(|| format!("supervisor: cannot listen on {listen}"))?;
     if opts.announce {
         println!("daqnet supervisor listening on {}", listener.local_addr());
@@ -118,26 +118,10 @@ pub async fn run(sc: &Scenario, opts: SupervisorOptions) -> anyhow::Result<Outco
         tokio::spawn(crate::metrics::serve(l, metrics.clone()));
     }
     let (tx, mut rx) = unbounded_channel::<Ev>();
-    {
-        let tx = tx.clone();
-        let (decoder, limit) = (setup.decoder.clone(), setup.startup);
-        tokio::spawn(async move {
-            while let Ok(mut c) = listener.accept().await {
-                let (tx, decoder) = (tx.clone(), decoder.clone());
-                tokio::spawn(async move {
-                    match first_message(&mut c.read, &decoder, limit).await {
-                        Ok((Message::Hello { role, index, listen }, rest)) => {
-                            let _ = tx.send(Ev::Joined(role, index, listen, c, rest));
-                        }
-                        Ok((m, _)) => {
-                            eprintln!("supervisor: connection from {} did not start with a hello: {m:?}", c.peer)
-                        }
-                        Err(e) => eprintln!("supervisor: connection from {}: {e}", c.peer),
-                    }
-                });
-            }
-        });
-    }
+    setup.accept_hellos(listener, "supervisor", tx.clone(), |m, c, rest| match m {
+        Message::Hello { role, index, listen } => Ok(Ev::Joined(role, index, listen, c, rest)),
+        m => Err(m),
+    });
     {
         let tx = tx.clone();
         tokio::spawn(async move {

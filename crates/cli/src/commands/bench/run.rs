@@ -76,7 +76,7 @@ fn run_once(scenarios: &Path, file: &str, sets: &[String]) -> anyhow::Result<daq
     let opts = LaunchOptions {
         exe: std::env::current_exe()?,
         origin: file.into(),
-        out: Some(out.clone()),
+        out: out.clone(),
         quiet: true,
         ..Default::default()
     };
