@@ -27,6 +27,8 @@ enum Command {
     Study(commands::study::StudyArgs),
     /// Run a scenario for real over TCP: every role a process on this machine.
     Run(commands::run::RunArgs),
+    /// Emulate the scenario's network in Linux namespaces and run the real event builder through it.
+    Testbed(commands::testbed::TestbedArgs),
     /// Run one role of a real run (supervisor, readout, collector), for deployment on many hosts.
     Role(commands::role::RoleArgs),
     /// Print the commented default scenario, or check and resolve a scenario file.
@@ -43,6 +45,7 @@ fn main() -> ExitCode {
         Command::Plot(a) => commands::plot::run(a),
         Command::Study(a) => commands::study::run(a),
         Command::Run(a) => commands::run::run(a),
+        Command::Testbed(a) => commands::testbed::run(a),
         Command::Role(a) => commands::role::run(a),
         Command::Scenario(a) => commands::scenario::run(a),
         Command::Bench(a) => commands::bench::run(a),

@@ -153,9 +153,26 @@ pub struct RunReport {
     /// (run, testbed) What went wrong: a role lost, a fragment that failed verification.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FaultRecord>,
+    /// (testbed) Kernel TCP counters of every host.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostStats>,
     /// The scenario as run, every field resolved (TOML).
     #[serde(default)]
     pub resolved_scenario: String,
+}
+
+/// Kernel TCP counters of one testbed host (its namespace's `nstat -asz`), whole run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostStats {
+    /// Host, e.g. `r3` (readout unit 3), `c0` (collector node 0), `sup`.
+    pub host: String,
+    /// Retransmissions (`RetransSegs`), retransmission timeouts (`TCPTimeouts`, every one) and
+    /// fast recoveries (SACK and Reno) of the host's sockets.
+    pub tcp: TcpCounters,
+    /// Tail-loss probes sent (`TCPLossProbes`).
+    pub loss_probes: u64,
+    /// Every non-zero `Tcp*` and `TcpExt*` counter, by `nstat` name.
+    pub counters: std::collections::BTreeMap<String, u64>,
 }
 
 /// Counters of one node's collector in a real run.

@@ -7,10 +7,36 @@ use daqnet_core::{EventId, ReadoutId, Scenario};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// A role of a run, as the launcher starts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoleName {
+    /// The supervisor.
+    Supervisor,
+    /// Readout unit `i`.
+    Readout(u32),
+    /// The collector of node `i`.
+    Collector(u32),
+}
+
+impl std::fmt::Display for RoleName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RoleName::Supervisor => write!(f, "supervisor"),
+            RoleName::Readout(i) => write!(f, "readout {i}"),
+            RoleName::Collector(i) => write!(f, "collector {i}"),
+        }
+    }
+}
+
+/// Prepares a role's command before it starts, e.g. to run it inside a network namespace
+/// (the testbed). Without one, every role runs where the launcher runs.
+pub type Placement = Arc<dyn Fn(RoleName, &mut Command) -> anyhow::Result<()> + Send + Sync>;
+
 /// What `daqnet run` was asked to do.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct LaunchOptions {
     /// The `daqnet` executable to start roles with.
     pub exe: PathBuf,
@@ -28,6 +54,10 @@ pub struct LaunchOptions {
     pub corrupt: Vec<(ReadoutId, EventId)>,
     /// No progress display.
     pub quiet: bool,
+    /// The supervisor prints no summary (the caller prints its own).
+    pub no_summary: bool,
+    /// Where each role runs (default: here).
+    pub place: Option<Placement>,
 }
 
 /// A started role.
@@ -47,15 +77,26 @@ pub fn launch(sc: &Scenario, opts: &LaunchOptions) -> anyhow::Result<i32> {
     run_processes(sc, opts, &file)
 }
 
-fn role(exe: &Path, file: &Path, role: &str) -> Command {
-    let mut c = Command::new(exe);
-    c.arg("role").arg(role).arg("--scenario").arg(file);
-    c
+fn role(opts: &LaunchOptions, file: &Path, name: RoleName) -> anyhow::Result<Command> {
+    let mut c = Command::new(&opts.exe);
+    let kind = match name {
+        RoleName::Supervisor => "supervisor",
+        RoleName::Readout(_) => "readout",
+        RoleName::Collector(_) => "collector",
+    };
+    c.arg("role").arg(kind).arg("--scenario").arg(file);
+    if let RoleName::Readout(i) | RoleName::Collector(i) = name {
+        c.args(["--index", &i.to_string()]);
+    }
+    if let Some(place) = &opts.place {
+        place(name, &mut c).with_context(|| format!("cannot place {name}"))?;
+    }
+    Ok(c)
 }
 
 fn run_processes(sc: &Scenario, opts: &LaunchOptions, file: &Path) -> anyhow::Result<i32> {
     let mut procs: Vec<Proc> = Vec::new();
-    let mut sup = role(&opts.exe, file, "supervisor");
+    let mut sup = role(opts, file, RoleName::Supervisor)?;
     sup.args(["--announce", "--origin", &opts.origin]).stdout(Stdio::piped());
     sup.arg("--out").arg(&opts.out);
     if opts.per_event {
@@ -69,6 +110,9 @@ fn run_processes(sc: &Scenario, opts: &LaunchOptions, file: &Path) -> anyhow::Re
     }
     if opts.quiet {
         sup.arg("--quiet");
+    }
+    if opts.no_summary {
+        sup.arg("--no-summary");
     }
     let mut child = sup.spawn().with_context(|| format!("cannot start {}", opts.exe.display()))?;
     let mut lines = BufReader::new(child.stdout.take().expect("piped"));
@@ -89,17 +133,17 @@ fn run_processes(sc: &Scenario, opts: &LaunchOptions, file: &Path) -> anyhow::Re
     });
     let started = (|| -> anyhow::Result<()> {
         for r in 0..sc.system.readout_units {
-            let mut c = role(&opts.exe, file, "readout");
-            c.args(["--index", &r.to_string(), "--supervisor", &addr]);
+            let mut c = role(opts, file, RoleName::Readout(r))?;
+            c.args(["--supervisor", &addr]);
             for (_, e) in opts.corrupt.iter().filter(|(cr, _)| *cr == r) {
                 c.args(["--corrupt-event", &e.to_string()]);
             }
-            procs.push(Proc { name: format!("readout {r}"), child: c.spawn()? });
+            procs.push(Proc { name: RoleName::Readout(r).to_string(), child: c.spawn()? });
         }
         for n in 0..sc.system.nodes {
-            let mut c = role(&opts.exe, file, "collector");
-            c.args(["--index", &n.to_string(), "--supervisor", &addr]);
-            procs.push(Proc { name: format!("collector {n}"), child: c.spawn()? });
+            let mut c = role(opts, file, RoleName::Collector(n))?;
+            c.args(["--supervisor", &addr]);
+            procs.push(Proc { name: RoleName::Collector(n).to_string(), child: c.spawn()? });
         }
         Ok(())
     })();

@@ -523,6 +523,7 @@ impl World<'_> {
             }),
             nodes: Vec::new(),
             faults: Vec::new(),
+            hosts: Vec::new(),
             resolved_scenario: scenario.to_toml(),
         };
         SimOutput { report, events }

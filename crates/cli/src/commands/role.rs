@@ -77,6 +77,9 @@ pub struct RoleArgs {
     /// (supervisor) No progress display or summary.
     #[arg(long, short)]
     pub quiet: bool,
+    /// (supervisor) No summary (the progress display stays); used by `daqnet testbed run`.
+    #[arg(long, hide = true)]
+    pub no_summary: bool,
 }
 
 /// Runs the verb.
@@ -126,7 +129,7 @@ pub fn run(a: RoleArgs) -> anyhow::Result<ExitCode> {
                 super::write_file(&a.out, "events.csv", &EventRecord::to_csv(&outcome.events))
                     .context("cannot write the per-event records")?;
             }
-            if !a.quiet {
+            if !a.quiet && !a.no_summary {
                 print!("{}", outcome.report.summary_table());
                 println!("  {:<26} {}", "report", path.display());
             }

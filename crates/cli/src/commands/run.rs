@@ -87,6 +87,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         duration_s: a.duration_s,
         corrupt: a.corrupt,
         quiet: a.quiet,
+        no_summary: false,
+        place: None,
     };
     let code = launch(&scenario, &opts)?;
     Ok(ExitCode::from(code.clamp(0, 255) as u8))

@@ -1,0 +1,210 @@
+//! `daqnet testbed up|down|list|run`: real Linux TCP through an emulated switch, in network
+//! namespaces on this machine.
+
+use clap::{Args, Subcommand};
+use daqnet_core::Scenario;
+use daqnet_testbed::lifecycle::{self, Up};
+use daqnet_testbed::plan::TestbedPlan;
+use daqnet_testbed::run::{TestbedRunOptions, SAMPLE_INTERVAL};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Emulate a scenario's network with Linux namespaces, veth links and tbf queues, and run the
+/// real event builder through it: real kernel TCP (200 ms minimum RTO, SACK, tail-loss probes),
+/// real queues, real drops.
+///
+/// One namespace per host (supervisor `sup`, readout units `r0…`, collector nodes `c0…`) and a
+/// switch namespace (`sw`) with a Linux bridge. Both ends of every link are shaped to the line
+/// rate from [network] (frame overheads counted); each switch output port queues at most the
+/// scenario's buffer (network.switch.buffer.port_bytes) and drops beyond it. TSO/GSO/GRO are
+/// off, the MTU, minimum RTO (network.tcp.min_rto_ns) and initial window come from the
+/// scenario, and every socket uses the congestion control of network.tcp.congestion_control.
+/// Addresses are 10.88.0.0/16 inside the testbed's own namespaces; nothing leaves them.
+/// Needs root and iproute2 (ip, tc).
+#[derive(Args)]
+#[command(after_help = "Examples:\n  \
+daqnet testbed run scenarios/testbed/incast-32.toml\n  \
+daqnet testbed run scenarios/testbed/incast-32.toml --set network.switch.buffer.port_bytes=4MB --per-event\n  \
+daqnet testbed up scenarios/testbed/incast-32.toml        # then: ip netns exec daqnet-incast-32-c0 bash\n  \
+daqnet testbed down scenarios/testbed/incast-32.toml\n\
+Compare with the simulator over a sweep: daqnet validate FILE --vary PATH=LIST (see docs/testbed.md).")]
+pub struct TestbedArgs {
+    #[command(subcommand)]
+    command: TestbedCommand,
+}
+
+#[derive(Subcommand)]
+enum TestbedCommand {
+    /// Build the testbed of a scenario and leave it up (idempotent: up twice builds once).
+    Up(UpArgs),
+    /// Remove a testbed: its namespaces, links, queues and any process left inside (idempotent).
+    Down(DownArgs),
+    /// List the testbeds on this machine.
+    List,
+    /// Build a testbed, run the scenario's event builder in it, remove it, write report.json.
+    Run(RunArgs),
+}
+
+#[derive(Args)]
+struct UpArgs {
+    /// Scenario file (TOML).
+    file: PathBuf,
+    /// Override a field: dotted.path=value (repeatable).
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    set: Vec<String>,
+    /// Testbed name (default: the scenario file's name); namespaces are daqnet-NAME-HOST.
+    #[arg(long)]
+    name: Option<String>,
+}
+
+#[derive(Args)]
+struct DownArgs {
+    /// Scenario file whose testbed to remove (its name is the file's name).
+    #[arg(required_unless_present_any = ["name", "all"])]
+    file: Option<PathBuf>,
+    /// Testbed name.
+    #[arg(long, conflicts_with = "file")]
+    name: Option<String>,
+    /// Remove every daqnet testbed on this machine.
+    #[arg(long, conflicts_with_all = ["file", "name"])]
+    all: bool,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Scenario file (TOML).
+    file: PathBuf,
+    /// Override a field: dotted.path=value (repeatable).
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    set: Vec<String>,
+    /// Measured events (overrides run.events).
+    #[arg(long)]
+    events: Option<u64>,
+    /// Seed (overrides run.seed).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Output folder for report.json, events.csv, roles.json and the resolved scenario.
+    #[arg(long, default_value = "out/testbed")]
+    out: PathBuf,
+    /// Also write events.csv with one row per built event.
+    #[arg(long)]
+    per_event: bool,
+    /// No progress display.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// The default testbed name of a scenario file: its name, lower case, `a-z0-9-` only.
+fn default_name(file: &Path) -> String {
+    let stem = file.file_stem().map(|s| s.to_string_lossy().to_lowercase()).unwrap_or_default();
+    let name: String = stem.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).take(24).collect();
+    let name = name.trim_matches('-').to_string();
+    if name.is_empty() {
+        "testbed".into()
+    } else {
+        name
+    }
+}
+
+fn plan(sc: &Scenario, id: &str, file: &Path) -> anyhow::Result<TestbedPlan> {
+    TestbedPlan::checked(sc, id, &file.display().to_string())
+}
+
+/// Runs the verb.
+pub fn run(a: TestbedArgs) -> anyhow::Result<ExitCode> {
+    match a.command {
+        TestbedCommand::Up(u) => {
+            let sc = super::load_run_scenario(&u.file, &u.set)?;
+            let id = u.name.unwrap_or_else(|| default_name(&u.file));
+            let p = plan(&sc, &id, &u.file)?;
+            match lifecycle::up(&p, None, &u.file.display().to_string())? {
+                Up::Built(s) => println!("testbed {id}: up in {s:.1} s, {} namespaces", p.namespaces().len()),
+                Up::AlreadyUp => println!("testbed {id}: already up"),
+            }
+            for h in &p.hosts {
+                println!("  {:<5} {:<16} {}", h.short, h.ip, h.ns);
+            }
+            println!("  {:<5} {:<16} {}", "sw", "(bridge br0)", p.switch_ns);
+            println!(
+                "enter a host with: ip netns exec {} bash; remove with: daqnet testbed down --name {id}",
+                p.hosts[0].ns
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        TestbedCommand::Down(d) => {
+            lifecycle::check_prerequisites()?;
+            let ids: Vec<String> = if d.all {
+                lifecycle::list().into_iter().map(|(id, _)| id).collect()
+            } else {
+                vec![d.name.unwrap_or_else(|| default_name(d.file.as_deref().expect("clap requires FILE or --name")))]
+            };
+            for id in ids {
+                let n = lifecycle::down(&id)?;
+                println!(
+                    "testbed {id}: {}",
+                    if n == 0 { "not up".to_string() } else { format!("removed {n} namespaces") }
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        TestbedCommand::List => {
+            let all = lifecycle::list();
+            if all.is_empty() {
+                println!("no testbeds");
+            }
+            for (id, state) in all {
+                match state {
+                    Some(s) => println!(
+                        "{id}: {} ({})",
+                        s.scenario,
+                        s.owner_pid.map_or("up until `daqnet testbed down`".into(), |p| format!("owned by pid {p}"))
+                    ),
+                    None => println!("{id}: no state file (a leftover; the next `up` removes it)"),
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        TestbedCommand::Run(r) => {
+            let mut sets = r.set.clone();
+            if let Some(e) = r.events {
+                sets.push(format!("run.events={e}"));
+            }
+            if let Some(s) = r.seed {
+                sets.push(format!("run.seed={s}"));
+            }
+            let sc = super::load_run_scenario(&r.file, &sets)?;
+            plan(&sc, "check", &r.file)?;
+            lifecycle::check_prerequisites()?;
+            let opts = TestbedRunOptions {
+                exe: std::env::current_exe()?,
+                origin: r.file.display().to_string(),
+                out: r.out.clone(),
+                per_event: r.per_event,
+                quiet: r.quiet,
+            };
+            let done = match daqnet_testbed::run::run(&sc, &opts) {
+                Ok(d) => d,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    return Ok(ExitCode::from(1));
+                }
+            };
+            if !r.quiet {
+                print!("{}", done.report.summary_table());
+                println!(
+                    "  {:<26} {:.1} s ({} namespaces)",
+                    "testbed build",
+                    done.build_s,
+                    sc.system.readout_units + sc.system.nodes + 2
+                );
+                println!(
+                    "  {:<26} {} (peak backlog sampled every {} ms)",
+                    "report",
+                    r.out.join("report.json").display(),
+                    SAMPLE_INTERVAL.as_millis()
+                );
+            }
+            Ok(ExitCode::from(done.exit_code.clamp(0, 255) as u8))
+        }
+    }
+}

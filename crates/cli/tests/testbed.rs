@@ -1,0 +1,229 @@
+//! The testbed for real: network namespaces, veth links, tbf queues and kernel TCP on this
+//! machine. These tests need root (they create namespaces); without it each says so and passes
+//! without running. CI runs as root, so they run there.
+
+mod common;
+use common::{daqnet, text};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One testbed at a time: each runs 34 processes and the kernel's queues on 2 cores.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn root() -> bool {
+    let uid = Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    if uid.is_ok_and(|u| u == "0") {
+        return true;
+    }
+    eprintln!("skipped: the testbed needs root (network namespaces)");
+    false
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("daqnet-testbed-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn report(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).expect("report.json written")).unwrap()
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// Per-event latencies in ms of the measured events.
+fn latencies(dir: &Path) -> Vec<f64> {
+    let text = std::fs::read_to_string(dir.join("events.csv")).expect("events.csv written");
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    let (lat, measured) = (col("latency_ms"), col("measured"));
+    lines
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|c| c[measured] == "true")
+        .map(|c| c[lat].parse().unwrap())
+        .collect()
+}
+
+fn namespaces() -> Vec<String> {
+    let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let mut v: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(String::from))
+        .collect();
+    v.sort();
+    v
+}
+
+fn links() -> String {
+    let out = Command::new("ip").args(["-o", "link", "show"]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.split(':').nth(1).unwrap_or("").trim())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+const INCAST: &str = "scenarios/testbed/incast-32.toml";
+
+/// Runs incast-32 in the testbed with `sets`; returns its report and per-event latencies.
+fn incast(name: &str, events: u32, sets: &[&str]) -> (Value, Vec<f64>) {
+    let dir = out_dir(name);
+    let events = events.to_string();
+    let mut args = vec!["testbed", "run", INCAST, "--events", &events, "--per-event", "-q", "--out"];
+    let d = dir.display().to_string();
+    args.push(&d);
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    let o = daqnet(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    let r = report(&dir);
+    assert_eq!(r["substrate"], "testbed");
+    assert_eq!(r["events_built"], events.parse::<u64>().unwrap());
+    (r, latencies(&dir))
+}
+
+#[test]
+fn up_and_down_are_idempotent_and_leave_nothing_behind() {
+    let _g = serial();
+    if !root() {
+        return;
+    }
+    let (ns_before, links_before) = (namespaces(), links());
+    let up = ["testbed", "up", "scenarios/run/atlas-small.toml", "--name", "t-updown"];
+    let o = daqnet(&up);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("up in"), "{}", text(&o));
+    let mine: Vec<String> = namespaces().into_iter().filter(|n| n.starts_with("daqnet-t-updown-")).collect();
+    // Supervisor, 8 readout units, 2 nodes, the switch.
+    assert_eq!(mine.len(), 12, "{mine:?}");
+    // Offloads are off and the collector port queues at most the scenario's 600 kB.
+    let tc = Command::new("tc").args(["-n", "daqnet-t-updown-sw", "qdisc", "show", "dev", "c0"]).output().unwrap();
+    let tc = String::from_utf8_lossy(&tc.stdout);
+    assert!(tc.contains("tbf") && tc.contains("rate 1Gbit") && tc.contains("overhead 24"), "{tc}");
+    let o = daqnet(&up);
+    assert!(text(&o).contains("already up"), "{}", text(&o));
+    // Hosts reach each other through the bridge, and only inside the testbed.
+    let ping = Command::new("ip")
+        .args(["netns", "exec", "daqnet-t-updown-c1", "bash", "-c", "exec 3<>/dev/tcp/10.88.16.1/9 || true"])
+        .output()
+        .unwrap();
+    // Port 9 is closed: a refusal proves the SYN reached readout 0's host and its RST came back.
+    assert!(String::from_utf8_lossy(&ping.stderr).contains("refused"), "{}", String::from_utf8_lossy(&ping.stderr));
+    assert_eq!(links(), links_before, "the testbed added links outside its namespaces");
+    let down = ["testbed", "down", "--name", "t-updown"];
+    let o = daqnet(&down);
+    assert!(text(&o).contains("removed 12 namespaces"), "{}", text(&o));
+    let o = daqnet(&down);
+    assert!(o.status.success() && text(&o).contains("not up"), "{}", text(&o));
+    assert_eq!(namespaces(), ns_before);
+    assert_eq!(links(), links_before);
+}
+
+#[test]
+fn a_killed_run_is_cleaned_up_by_the_next_up() {
+    let _g = serial();
+    if !root() {
+        return;
+    }
+    let ns_before = namespaces();
+    let dir = out_dir("killed");
+    let mut run = Command::new(env!("CARGO_BIN_EXE_daqnet"))
+        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .args(["testbed", "run", "scenarios/run/atlas-small.toml", "--events", "1000000", "-q", "--out"])
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let prefix = format!("daqnet-run{}-", run.id());
+    // Wait until its roles run (roles.json is written once every role has started).
+    let start = Instant::now();
+    while !dir.join("roles.json").exists() {
+        assert!(start.elapsed() < Duration::from_secs(30), "the run never started its roles");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let left: Vec<String> = namespaces().into_iter().filter(|n| n.starts_with(&prefix)).collect();
+    assert_eq!(left.len(), 12, "the killed run's namespaces should still be there: {left:?}");
+    let roles: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(dir.join("roles.json")).unwrap()).unwrap();
+    let o = daqnet(&["testbed", "up", "scenarios/run/atlas-small.toml", "--name", "t-after"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(namespaces().iter().all(|n| !n.starts_with(&prefix)), "leftovers not removed");
+    // Its roles, orphaned inside the namespaces, were stopped too.
+    std::thread::sleep(Duration::from_millis(200));
+    for r in &roles {
+        let pid = r["pid"].as_u64().unwrap();
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(state.is_empty() || state.contains(") Z"), "{} (pid {pid}) still runs", r["role"]);
+    }
+    daqnet(&["testbed", "down", "--name", "t-after"]);
+    assert_eq!(namespaces(), ns_before);
+}
+
+#[test]
+fn incast_32_with_a_deep_buffer_runs_at_line_rate_without_timeouts() {
+    let _g = serial();
+    if !root() {
+        return;
+    }
+    let (r, lat) = incast("deep", 100, &["network.switch.buffer.port_bytes=4MB"]);
+    let ideal_ms = 32.0 * 65536.0 * 8.0 / 1e9 * 1e3;
+    let median = f(&r["latency_ms"]["median"]);
+    assert!((median - ideal_ms).abs() <= 0.10 * ideal_ms, "median {median} ms, ideal {ideal_ms:.1} ms");
+    assert!(lat.iter().all(|&l| l < 200.0), "a round took ≥ 200 ms: {:?}", lat.iter().cloned().fold(0.0, f64::max));
+    assert_eq!(r["switch"]["drops"], 0);
+    assert_eq!(r["tcp"]["timeouts"], 0);
+    // Kernel counters made it into the report: every readout host sent data.
+    let hosts = r["hosts"].as_array().unwrap();
+    assert_eq!(hosts.len(), 34);
+    let c0 = r["switch"]["ports"].as_array().unwrap().iter().find(|p| p["name"] == "sw->c0").unwrap();
+    assert!(f(&c0["frames"]) > 100.0 * 32.0 * 45.0, "{c0}");
+    assert!(f(&c0["peak_bytes"]) > 100_000.0, "the collector port never queued: {c0}");
+}
+
+#[test]
+fn incast_32_with_a_shallow_buffer_has_rounds_held_up_by_the_200ms_rto() {
+    let _g = serial();
+    if !root() {
+        return;
+    }
+    let (r, lat) = incast("shallow", 400, &["network.switch.buffer.port_bytes=200kB"]);
+    let slow = lat.iter().filter(|&&l| l >= 200.0).count();
+    assert!(slow >= 1, "no round took ≥ 200 ms; max {:.1} ms", lat.iter().cloned().fold(0.0, f64::max));
+    assert!(f(&r["switch"]["drops"]) > 0.0);
+    assert!(f(&r["tcp"]["timeouts"]) >= 1.0, "{}", r["tcp"]);
+    let c0 = r["switch"]["ports"].as_array().unwrap().iter().find(|p| p["name"] == "sw->c0").unwrap();
+    assert!(f(&c0["peak_bytes"]) <= 200_000.0, "queued beyond the buffer: {c0}");
+    assert!(f(&c0["drops"]) > 0.0);
+}
+
+#[test]
+fn incast_32_with_a_5ms_minimum_rto_has_no_round_above_100ms() {
+    let _g = serial();
+    if !root() {
+        return;
+    }
+    let (r, lat) = incast("rto5", 200, &["network.switch.buffer.port_bytes=200kB", "network.tcp.min_rto_ns=5000000"]);
+    let max = lat.iter().cloned().fold(0.0, f64::max);
+    assert!(max <= 100.0, "a round took {max:.1} ms");
+    assert!(f(&r["switch"]["drops"]) > 0.0, "no incast at all: the test shows nothing");
+}
+
+#[test]
+fn scenarios_a_testbed_cannot_emulate_are_refused_with_the_field() {
+    let o = daqnet(&["testbed", "run", "scenarios/atlas-2015/switch1.toml"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("field `network.topology`"), "{}", text(&o));
+    let o = daqnet(&["testbed", "run", INCAST, "--set", "network.tcp.min_rto_ns=1500000"]);
+    assert!(text(&o).contains("network.tcp.min_rto_ns") && text(&o).contains("whole number of ms"), "{}", text(&o));
+}

@@ -1,0 +1,212 @@
+//! Bringing a testbed up and down, idempotently, and clearing what crashed runs left behind.
+//!
+//! Every testbed writes `/run/daqnet/testbed/<id>.json` before it creates anything: what it is
+//! and which process owns it (`daqnet testbed run` owns its testbed and removes it when done;
+//! `daqnet testbed up` makes one that stays until `down`). A namespace named `daqnet-<id>-…`
+//! whose owner is dead, or that has no state file, is a leftover; the next `up` removes it.
+
+use crate::netns;
+use crate::plan::{id_of_namespace, Step, TestbedPlan};
+use anyhow::{bail, Context};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Instant;
+
+const STATE_DIR: &str = "/run/daqnet/testbed";
+
+/// What `/run/daqnet/testbed/<id>.json` records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct State {
+    /// Testbed name.
+    pub id: String,
+    /// The process that removes the testbed when it ends; none for `daqnet testbed up`.
+    pub owner_pid: Option<u32>,
+    /// The scenario it was built from.
+    pub scenario: String,
+    /// Every step that built it, as text: an `up` with other steps rebuilds.
+    pub steps: Vec<String>,
+}
+
+fn state_path(id: &str) -> PathBuf {
+    PathBuf::from(STATE_DIR).join(format!("{id}.json"))
+}
+
+fn read_state(id: &str) -> Option<State> {
+    serde_json::from_str(&std::fs::read_to_string(state_path(id)).ok()?).ok()
+}
+
+fn alive(pid: u32) -> bool {
+    // A pid is reused only after its process is gone; a live daqnet process with it is the owner.
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.contains("daqnet"))
+}
+
+/// Fails unless this process can build testbeds: root, and `ip`/`tc` (iproute2) installed.
+pub fn check_prerequisites() -> anyhow::Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("the testbed needs root: it creates network namespaces, veth links and qdiscs (run with sudo)");
+    }
+    for tool in ["ip", "tc"] {
+        let found = Command::new(tool).arg("-V").output().is_ok_and(|o| o.status.success());
+        if !found {
+            bail!("`{tool}` not found: the testbed needs iproute2 (apt-get install iproute2)");
+        }
+    }
+    Ok(())
+}
+
+fn step_text(s: &Step) -> String {
+    match s {
+        Step::Run(args) => args.join(" "),
+        Step::OffloadsOff { ns, dev } => format!("offloads off: {ns} {dev}"),
+        Step::Sysctl { ns, key, value } => format!("sysctl {ns}: {key}={value}"),
+    }
+}
+
+fn perform(s: &Step) -> anyhow::Result<()> {
+    match s {
+        Step::Run(args) => {
+            let out = Command::new(&args[0])
+                .args(&args[1..])
+                .output()
+                .with_context(|| format!("cannot start `{}`", args[0]))?;
+            if !out.status.success() {
+                bail!("`{}` failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
+            }
+            Ok(())
+        }
+        Step::OffloadsOff { ns, dev } => netns::within(ns, || netns::offloads_off(dev)),
+        Step::Sysctl { ns, key, value } => netns::within(ns, || netns::sysctl(key, value)),
+    }
+}
+
+/// What [`up`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Up {
+    /// Built it, in this many seconds.
+    Built(f64),
+    /// It was already up, built from the same steps.
+    AlreadyUp,
+}
+
+/// Brings the testbed of `plan` up, owned by `owner` (removed when that process ends) or by
+/// nobody (stays until [`down`]). Removes leftovers of crashed runs first. An `up` of a testbed
+/// that is already up the same way does nothing; one that is up differently is rebuilt.
+/// If a step fails, whatever was built is removed again.
+pub fn up(plan: &TestbedPlan, owner: Option<u32>, scenario: &str) -> anyhow::Result<Up> {
+    check_prerequisites()?;
+    remove_leftovers()?;
+    let steps = plan.steps();
+    let state = State {
+        id: plan.id.clone(),
+        owner_pid: owner,
+        scenario: scenario.to_string(),
+        steps: steps.iter().map(step_text).collect(),
+    };
+    let present = netns::list();
+    if let Some(old) = read_state(&plan.id) {
+        if old.steps == state.steps && plan.namespaces().iter().all(|n| present.contains(n)) {
+            return Ok(Up::AlreadyUp);
+        }
+    }
+    down(&plan.id)?;
+    std::fs::create_dir_all(STATE_DIR).with_context(|| format!("cannot create {STATE_DIR}"))?;
+    let path = state_path(&plan.id);
+    std::fs::write(&path, serde_json::to_string_pretty(&state)?)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    let t0 = Instant::now();
+    for s in &steps {
+        if let Err(e) = perform(s) {
+            let _ = down(&plan.id);
+            return Err(e.context(format!("testbed {}: cannot bring it up", plan.id)));
+        }
+    }
+    Ok(Up::Built(t0.elapsed().as_secs_f64()))
+}
+
+/// Removes testbed `id`: stops any process still inside its namespaces, deletes them (which
+/// deletes their links and qdiscs) and its state file. Returns how many namespaces it removed;
+/// removing a testbed that is not there does nothing.
+pub fn down(id: &str) -> anyhow::Result<usize> {
+    let mine: Vec<String> = netns::list().into_iter().filter(|n| id_of_namespace(n) == Some(id)).collect();
+    for ns in &mine {
+        if let Ok(out) = Command::new("ip").args(["netns", "pids", ns]).output() {
+            for pid in String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
+                // SAFETY: kill(2) on a pid that `ip netns pids` just listed.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+    }
+    // The switch last: removing a host removes its link, so the bridge never forwards to a
+    // half-removed port.
+    let (switch, hosts): (Vec<&String>, Vec<&String>) = mine.iter().partition(|n| n.ends_with("-sw"));
+    for ns in hosts.into_iter().chain(switch) {
+        let out = Command::new("ip").args(["netns", "del", ns]).output().context("cannot start `ip`")?;
+        if !out.status.success() && netns::path(ns).exists() {
+            bail!("`ip netns del {ns}` failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+        }
+    }
+    let _ = std::fs::remove_file(state_path(id));
+    Ok(mine.len())
+}
+
+/// Every testbed on this machine: (id, its state if it has one).
+pub fn list() -> Vec<(String, Option<State>)> {
+    let mut ids: Vec<String> = netns::list().iter().filter_map(|n| id_of_namespace(n).map(String::from)).collect();
+    if let Ok(dir) = std::fs::read_dir(STATE_DIR) {
+        ids.extend(dir.filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".json").map(String::from)));
+    }
+    ids.sort();
+    ids.dedup();
+    ids.into_iter()
+        .map(|id| {
+            let state = read_state(&id);
+            (id, state)
+        })
+        .collect()
+}
+
+/// Removes every testbed whose owner process is dead, or that has no state file (a run that
+/// crashed, or was killed, before cleaning up). Returns their ids.
+pub fn remove_leftovers() -> anyhow::Result<Vec<String>> {
+    let mut removed = Vec::new();
+    for (id, state) in list() {
+        let orphan = match &state {
+            None => true,
+            Some(s) => s.owner_pid.is_some_and(|pid| !alive(pid)),
+        };
+        if orphan {
+            down(&id)?;
+            removed.push(id);
+        }
+    }
+    Ok(removed)
+}
+
+/// A testbed that is removed when this value is dropped (also on an error or a panic).
+pub struct Owned {
+    /// The testbed.
+    pub plan: TestbedPlan,
+    /// Seconds it took to build.
+    pub build_s: f64,
+}
+
+impl Owned {
+    /// Builds the testbed of `plan`, owned by this process.
+    pub fn up(plan: TestbedPlan, scenario: &str) -> anyhow::Result<Owned> {
+        let build_s = match up(&plan, Some(std::process::id()), scenario)? {
+            Up::Built(s) => s,
+            Up::AlreadyUp => 0.0,
+        };
+        Ok(Owned { plan, build_s })
+    }
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        if let Err(e) = down(&self.plan.id) {
+            eprintln!("warning: testbed {}: {e:#}", self.plan.id);
+        }
+    }
+}

@@ -1,0 +1,498 @@
+//! What a testbed is made of, derived from a scenario without touching the system: one network
+//! namespace per host, a switch namespace with a Linux bridge, one veth link per host, and the
+//! shaping of both ends of every link. [`TestbedPlan::steps`] lists the commands that build it.
+
+use daqnet_core::scenario::{BufferConfig, CongestionControl, Topology};
+use daqnet_core::Scenario;
+use std::net::Ipv4Addr;
+
+/// Every namespace a testbed creates is named `daqnet-<id>-<host>`.
+pub const PREFIX: &str = "daqnet-";
+
+/// The subnet of every testbed. Each testbed lives in namespaces of its own, so testbeds never
+/// see each other's addresses, and nothing outside them sees any.
+pub const SUBNET: &str = "10.88.0.0/16";
+
+/// Port the supervisor listens on.
+pub const SUPERVISOR_PORT: u16 = 7000;
+
+/// Port each readout unit listens on (in its own namespace).
+pub const READOUT_PORT: u16 = 7100;
+
+/// Wire bytes of a frame beyond what the kernel counts (`skb->len` holds the Ethernet header):
+/// preamble and start delimiter 8, FCS 4, inter-frame gap 12. Given to tbf as `overhead`, so a
+/// port's rate is its line rate on the wire, as in the simulator.
+pub const WIRE_OVERHEAD_BYTES: u32 = 24;
+
+/// Token-bucket depth of each switch output port, as time at the port's rate, in ns. It must
+/// hold a few frames: tbf sends the next frame from a timer, and with a one-frame bucket every
+/// late timer is lost rate (measured here: 1 frame → 0.58 Gb/s of 1 Gb/s; 128 µs → 0.93, the
+/// line rate).
+pub const SWITCH_BURST_NS: u64 = 128_000;
+
+/// Token-bucket depth of each host's own egress (its NIC), in ns at its rate. Deep on purpose:
+/// the machine cannot run dozens of senders at line rate in parallel, and timer-paced shaping of
+/// every sender serializes them (32 senders shaped with 128 µs buckets reached 1.65 Gb/s in all,
+/// so a 1 Gb/s port barely queued). A 1 ms bucket lets each host hand over a burst as fast as the
+/// CPUs allow, which is closer to many senders at line rate at once, and still holds every host
+/// to its line rate over any longer stretch.
+pub const HOST_BURST_NS: u64 = 1_000_000;
+
+/// Queue of each host's own egress shaper (its NIC), in bytes: deep, as a host queue is; TCP
+/// small queues keep each socket's share of it small.
+pub const HOST_QUEUE_BYTES: u64 = 4 << 20;
+
+/// Most ports a Linux bridge takes.
+const MAX_BRIDGE_PORTS: u32 = 1023;
+
+/// A host's job in the event builder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostRole {
+    /// The supervisor.
+    Supervisor,
+    /// Readout unit `i`.
+    Readout(u32),
+    /// The collector node `i` with its processing units.
+    Collector(u32),
+}
+
+/// One emulated host: a namespace with one interface (`eth0`) linked to the switch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Host {
+    /// Its role.
+    pub role: HostRole,
+    /// Short name, unique in the testbed (`sup`, `r12`, `c3`); also the name of its port in
+    /// the switch namespace.
+    pub short: String,
+    /// Namespace name (`daqnet-<id>-<short>`).
+    pub ns: String,
+    /// Its address in [`SUBNET`].
+    pub ip: Ipv4Addr,
+    /// Line rate of its link, both ways, in bit/s.
+    pub link_bps: u64,
+    /// Buffer of the switch's output port towards it, in bytes (frames as the kernel counts
+    /// them: Ethernet header to payload).
+    pub port_buffer_bytes: u64,
+}
+
+/// A testbed: names, addresses, links and the TCP settings every host gets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestbedPlan {
+    /// Testbed name; unique among the testbeds on this machine.
+    pub id: String,
+    /// Namespace of the switch (a Linux bridge `br0`, one port per host).
+    pub switch_ns: String,
+    /// Every host: the supervisor, then readout units, then collector nodes.
+    pub hosts: Vec<Host>,
+    /// IP MTU of every link, in bytes.
+    pub mtu_bytes: u32,
+    /// Minimum retransmission timeout set on every host's route, in ms.
+    pub rto_min_ms: u64,
+    /// Initial congestion window set on every host's route, in segments.
+    pub initcwnd_segments: u32,
+    /// Delayed acknowledgements (off: the route's `quickack`).
+    pub delayed_ack: bool,
+    /// Linux congestion control set on every data socket.
+    pub congestion: String,
+    /// `net.ipv4.tcp_sack`.
+    pub sack: bool,
+    /// `net.ipv4.tcp_slow_start_after_idle`.
+    pub slow_start_after_idle: bool,
+    /// `net.ipv4.tcp_reordering`: duplicate ACKs that mark a loss.
+    pub dupack_threshold: u32,
+    /// CPUs of this machine (receive packet steering spreads flows over all of them).
+    pub cpus: u32,
+}
+
+/// The sysfs CPU mask of CPUs `0..n`: hex, in comma-separated groups of 32 bits.
+fn cpu_mask(n: u32) -> String {
+    let mut groups = Vec::new();
+    let mut left = n.max(1);
+    while left > 0 {
+        let bits = left.min(32);
+        groups.push(format!("{:x}", if bits == 32 { u32::MAX } else { (1u32 << bits) - 1 }));
+        left -= bits;
+    }
+    groups.reverse();
+    groups.join(",")
+}
+
+/// One thing to do to build a testbed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Run a program (`ip` or `tc`) with these arguments.
+    Run(Vec<String>),
+    /// Turn TSO, GSO and GRO off on interface `dev` of namespace `ns`.
+    OffloadsOff {
+        /// Namespace.
+        ns: String,
+        /// Interface.
+        dev: String,
+    },
+    /// Write `value` to the sysctl `key` (dotted, e.g. `net.ipv4.tcp_sack`) in namespace `ns`.
+    Sysctl {
+        /// Namespace.
+        ns: String,
+        /// Dotted sysctl name.
+        key: String,
+        /// Value written.
+        value: String,
+    },
+}
+
+fn run(args: &[&str]) -> Step {
+    Step::Run(args.iter().map(|s| s.to_string()).collect())
+}
+
+/// Whether `id` can name a testbed: 1–24 of `a-z 0-9 -`, starting with a letter or digit.
+pub fn valid_id(id: &str) -> bool {
+    (1..=24).contains(&id.len())
+        && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !id.starts_with('-')
+}
+
+/// The testbed id a namespace name belongs to, if it is one of daqnet's.
+pub fn id_of_namespace(ns: &str) -> Option<&str> {
+    let rest = ns.strip_prefix(PREFIX)?;
+    let (id, _host) = rest.rsplit_once('-')?;
+    valid_id(id).then_some(id)
+}
+
+impl TestbedPlan {
+    /// The testbed for `sc`, named `id`, or the list of (field, problem) that stop the
+    /// scenario from running in a testbed.
+    pub fn new(sc: &Scenario, id: &str) -> Result<TestbedPlan, Vec<(String, String)>> {
+        let mut problems = Vec::new();
+        let mut bad = |field: &str, msg: String| problems.push((field.to_string(), msg));
+        if !valid_id(id) {
+            bad("(testbed name)", format!("`{id}`: use 1–24 of a-z, 0-9 and '-', not starting with '-'"));
+        }
+        let n = &sc.network;
+        let mut port_buffer_bytes = 0;
+        if n.topology != Topology::Star {
+            bad(
+                "network.topology",
+                "is two_tier; the testbed builds one switch: use topology = \"star\" (the simulator runs both)".into(),
+            );
+        } else {
+            match n.switch.as_ref().map(|s| &s.buffer) {
+                Some(BufferConfig::Dedicated { port_bytes }) | Some(BufferConfig::Deep { port_bytes }) => {
+                    port_buffer_bytes = *port_bytes
+                }
+                Some(BufferConfig::Shared { .. }) => bad(
+                    "network.switch.buffer.scheme",
+                    "is shared; a Linux port queue (tbf) is per port: use dedicated (the simulator models shared pools)"
+                        .into(),
+                ),
+                None => bad("network.switch", "is missing".into()),
+            }
+        }
+        let frame = n.mtu_bytes as u64 + 14;
+        if port_buffer_bytes != 0 && port_buffer_bytes < frame {
+            bad(
+                "network.switch.buffer.port_bytes",
+                format!("is {port_buffer_bytes}; a port must hold at least one frame ({frame} bytes at this MTU)"),
+            );
+        }
+        if !(576..=9000).contains(&n.mtu_bytes) {
+            bad("network.mtu_bytes", format!("is {}; veth links take 576 to 9000", n.mtu_bytes));
+        }
+        let congestion = match n.tcp.congestion_control {
+            CongestionControl::Newreno => "reno",
+            CongestionControl::Cubic => "cubic",
+            CongestionControl::Static => {
+                bad(
+                    "network.tcp.congestion_control",
+                    "is static; Linux has no fixed-window congestion control: use newreno or cubic".into(),
+                );
+                "reno"
+            }
+        };
+        let rto_min_ms = n.tcp.min_rto_ns / 1_000_000;
+        if !n.tcp.min_rto_ns.is_multiple_of(1_000_000) || rto_min_ms == 0 {
+            bad(
+                "network.tcp.min_rto_ns",
+                format!("is {}; a route's rto_min is a whole number of ms (at least 1 ms)", n.tcp.min_rto_ns),
+            );
+        }
+        let s = &sc.system;
+        let hosts = 1 + s.readout_units + s.nodes;
+        if hosts > MAX_BRIDGE_PORTS {
+            bad(
+                "system.readout_units",
+                format!(
+                    "{} readout units + {} nodes + the supervisor = {hosts} hosts; a Linux bridge takes at most {MAX_BRIDGE_PORTS}",
+                    s.readout_units, s.nodes
+                ),
+            );
+        }
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        let ns = |short: &str| format!("{PREFIX}{id}-{short}");
+        let ip = |third: u32, i: u32| Ipv4Addr::new(10, 88, (third + i / 250) as u8, (i % 250 + 1) as u8);
+        let mut list = vec![Host {
+            role: HostRole::Supervisor,
+            short: "sup".into(),
+            ns: ns("sup"),
+            ip: ip(0, 0),
+            link_bps: n.node_link_bps.max(n.readout_link_bps),
+            port_buffer_bytes,
+        }];
+        for r in 0..s.readout_units {
+            let short = format!("r{r}");
+            list.push(Host {
+                role: HostRole::Readout(r),
+                ns: ns(&short),
+                short,
+                ip: ip(16, r),
+                link_bps: n.readout_link_bps,
+                port_buffer_bytes,
+            });
+        }
+        for c in 0..s.nodes {
+            let short = format!("c{c}");
+            list.push(Host {
+                role: HostRole::Collector(c),
+                ns: ns(&short),
+                short,
+                ip: ip(8, c),
+                link_bps: n.node_link_bps,
+                port_buffer_bytes,
+            });
+        }
+        Ok(TestbedPlan {
+            id: id.to_string(),
+            switch_ns: ns("sw"),
+            hosts: list,
+            mtu_bytes: n.mtu_bytes,
+            rto_min_ms,
+            initcwnd_segments: n.tcp.initial_cwnd_segments,
+            delayed_ack: n.tcp.delayed_ack,
+            congestion: congestion.into(),
+            sack: n.tcp.sack,
+            slow_start_after_idle: n.tcp.slow_start_after_idle,
+            dupack_threshold: n.tcp.dupack_threshold,
+            cpus: std::thread::available_parallelism().map_or(1, |c| c.get() as u32),
+        })
+    }
+
+    /// [`TestbedPlan::new`] with the problems as one error, a line per field, naming `origin`
+    /// (the scenario file).
+    pub fn checked(sc: &Scenario, id: &str, origin: &str) -> anyhow::Result<TestbedPlan> {
+        TestbedPlan::new(sc, id).map_err(|problems| {
+            let lines: Vec<String> =
+                problems.iter().map(|(field, m)| format!("{origin}: field `{field}`: {m}")).collect();
+            anyhow::anyhow!("{}", lines.join("\n"))
+        })
+    }
+
+    /// Every namespace of the testbed, the switch last.
+    pub fn namespaces(&self) -> Vec<String> {
+        self.hosts.iter().map(|h| h.ns.clone()).chain([self.switch_ns.clone()]).collect()
+    }
+
+    /// The host of `role`.
+    pub fn host(&self, role: HostRole) -> &Host {
+        self.hosts.iter().find(|h| h.role == role).expect("every role has a host")
+    }
+
+    /// `sc` with `[deploy]` pointing at the testbed's addresses and the congestion control of
+    /// `[network.tcp]` (the testbed emulates `[network]`, so it decides).
+    pub fn deployed(&self, sc: &Scenario) -> Scenario {
+        let mut sc = sc.clone();
+        sc.deploy.supervisor = format!("{}:{SUPERVISOR_PORT}", self.host(HostRole::Supervisor).ip);
+        sc.deploy.readouts = (0..sc.system.readout_units)
+            .map(|r| format!("{}:{READOUT_PORT}", self.host(HostRole::Readout(r)).ip))
+            .collect();
+        sc.deploy.tcp_congestion = self.congestion.clone();
+        sc
+    }
+
+    /// The steps that build the testbed from nothing, in order.
+    pub fn steps(&self) -> Vec<Step> {
+        let mut v = Vec::new();
+        let sw = self.switch_ns.as_str();
+        let mtu = self.mtu_bytes.to_string();
+        for ns in self.namespaces() {
+            v.push(run(&["ip", "netns", "add", &ns]));
+            // No IPv6: no router solicitations or duplicate-address probes on the links.
+            for key in ["net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"] {
+                v.push(Step::Sysctl { ns: ns.clone(), key: key.into(), value: "1".into() });
+            }
+            // A veth hands each frame to the backlog of the CPU that sent it, and a shaper sends
+            // from whichever CPU its timer fires on: frames of one flow would overtake each
+            // other. Receive packet steering by flow hash keeps every flow on one CPU, in order.
+            v.push(Step::Sysctl {
+                ns: ns.clone(),
+                key: "net.core.rps_default_mask".into(),
+                value: cpu_mask(self.cpus),
+            });
+        }
+        v.push(run(&["ip", "-n", sw, "link", "add", "br0", "type", "bridge", "stp_state", "0", "forward_delay", "0"]));
+        v.push(run(&["ip", "-n", sw, "link", "set", "br0", "up"]));
+        for h in &self.hosts {
+            let ns = h.ns.as_str();
+            let tcp = [
+                ("net.ipv4.tcp_sack", u8::from(self.sack).to_string()),
+                ("net.ipv4.tcp_slow_start_after_idle", u8::from(self.slow_start_after_idle).to_string()),
+                ("net.ipv4.tcp_reordering", self.dupack_threshold.to_string()),
+                // Every run starts cold: no RTT or window remembered from an earlier connection.
+                ("net.ipv4.tcp_no_metrics_save", "1".into()),
+            ];
+            for (key, value) in tcp {
+                v.push(Step::Sysctl { ns: ns.into(), key: key.into(), value });
+            }
+            #[rustfmt::skip]
+            v.push(run(&["ip", "link", "add", "eth0", "netns", ns, "mtu", &mtu, "type", "veth",
+                "peer", "name", &h.short, "netns", sw, "mtu", &mtu]));
+            v.push(Step::OffloadsOff { ns: ns.into(), dev: "eth0".into() });
+            v.push(Step::OffloadsOff { ns: sw.into(), dev: h.short.clone() });
+            v.push(run(&["ip", "-n", sw, "link", "set", &h.short, "master", "br0", "up"]));
+            v.push(run(&["ip", "-n", ns, "addr", "add", &format!("{}/16", h.ip), "dev", "eth0"]));
+            v.push(run(&["ip", "-n", ns, "link", "set", "lo", "up"]));
+            v.push(run(&["ip", "-n", ns, "link", "set", "eth0", "up"]));
+            let mut route: Vec<String> =
+                ["ip", "-n", ns, "route", "replace", SUBNET, "dev", "eth0"].iter().map(|s| s.to_string()).collect();
+            route.extend(["proto", "kernel", "scope", "link", "src"].map(String::from));
+            route.push(h.ip.to_string());
+            route.extend(["rto_min".into(), format!("{}ms", self.rto_min_ms)]);
+            route.extend(["initcwnd".into(), self.initcwnd_segments.to_string()]);
+            if !self.delayed_ack {
+                route.extend(["quickack".into(), "1".into()]);
+            }
+            v.push(Step::Run(route));
+            v.push(shaper(ns, "eth0", h.link_bps, HOST_BURST_NS, HOST_QUEUE_BYTES, self.mtu_bytes));
+            v.push(shaper(sw, &h.short, h.link_bps, SWITCH_BURST_NS, h.port_buffer_bytes, self.mtu_bytes));
+        }
+        v
+    }
+}
+
+/// A tbf at `rate_bps` on the wire, with a bucket of `burst_ns` at that rate and a queue of
+/// `limit_bytes`, on `dev` in `ns`.
+fn shaper(ns: &str, dev: &str, rate_bps: u64, burst_ns: u64, limit_bytes: u64, mtu_bytes: u32) -> Step {
+    let frame = (mtu_bytes + 14 + WIRE_OVERHEAD_BYTES) as u64;
+    let burst = (rate_bps as u128 * burst_ns as u128 / 8 / 1_000_000_000) as u64;
+    let burst = burst.max(2 * frame);
+    run(&[
+        "tc",
+        "-n",
+        ns,
+        "qdisc",
+        "replace",
+        "dev",
+        dev,
+        "root",
+        "tbf",
+        "rate",
+        &format!("{rate_bps}bit"),
+        "burst",
+        &burst.to_string(),
+        "limit",
+        &limit_bytes.to_string(),
+        "overhead",
+        &WIRE_OVERHEAD_BYTES.to_string(),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn incast() -> Scenario {
+        daqnet_core::scenario::parse_str(
+            r#"
+            [system]
+            readout_units = 3
+            nodes = 2
+            pus_per_node = 1
+            [network]
+            topology = "star"
+            [network.switch]
+            buffer = { scheme = "dedicated", port_bytes = "200kB" }
+            [network.tcp]
+            congestion_control = "cubic"
+            min_rto_ns = 5000000
+            "#,
+            "t.toml",
+            &[],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn hosts_addresses_and_deploy() {
+        let p = TestbedPlan::new(&incast(), "t1").unwrap();
+        let names: Vec<&str> = p.hosts.iter().map(|h| h.short.as_str()).collect();
+        assert_eq!(names, ["sup", "r0", "r1", "r2", "c0", "c1"]);
+        assert_eq!(p.host(HostRole::Readout(2)).ip, Ipv4Addr::new(10, 88, 16, 3));
+        assert_eq!(p.host(HostRole::Collector(1)).ns, "daqnet-t1-c1");
+        assert_eq!(p.switch_ns, "daqnet-t1-sw");
+        assert!(p.hosts.iter().all(|h| h.port_buffer_bytes == 200_000));
+        let d = p.deployed(&incast());
+        assert_eq!(d.deploy.supervisor, "10.88.0.1:7000");
+        assert_eq!(d.deploy.readouts, ["10.88.16.1:7100", "10.88.16.2:7100", "10.88.16.3:7100"]);
+        assert_eq!(d.deploy.tcp_congestion, "cubic");
+        assert_eq!(p.rto_min_ms, 5);
+        assert_eq!(id_of_namespace("daqnet-t1-c1"), Some("t1"));
+        assert_eq!(id_of_namespace("daqnet-run-42-sw"), Some("run-42"));
+        assert_eq!(id_of_namespace("other-t1-c1"), None);
+    }
+
+    #[test]
+    fn steps_shape_both_ends_at_line_rate_with_the_scenario_buffer() {
+        let p = TestbedPlan::new(&incast(), "t1").unwrap();
+        let steps = p.steps();
+        let cmd = |s: &Step| match s {
+            Step::Run(a) => a.join(" "),
+            _ => String::new(),
+        };
+        let all: Vec<String> = steps.iter().map(cmd).collect();
+        assert!(all.contains(
+            &"tc -n daqnet-t1-sw qdisc replace dev c0 root tbf rate 1000000000bit burst 16000 limit 200000 overhead 24"
+                .to_string()
+        ));
+        assert!(all.contains(
+            &"tc -n daqnet-t1-r0 qdisc replace dev eth0 root tbf rate 1000000000bit burst 125000 limit 4194304 overhead 24"
+                .to_string()
+        ));
+        assert!(all
+            .iter()
+            .any(|c| c.starts_with("ip -n daqnet-t1-c1 route replace 10.88.0.0/16")
+                && c.contains("rto_min 5ms initcwnd 10")));
+        let offloads = steps.iter().filter(|s| matches!(s, Step::OffloadsOff { .. })).count();
+        assert_eq!(offloads, 2 * p.hosts.len());
+        // Namespaces exist before anything is put in them.
+        let first_link = all.iter().position(|c| c.contains("type veth")).unwrap();
+        let last_add = all.iter().rposition(|c| c.starts_with("ip netns add")).unwrap();
+        assert!(last_add < first_link);
+    }
+
+    #[test]
+    fn cpu_masks() {
+        assert_eq!(cpu_mask(2), "3");
+        assert_eq!(cpu_mask(32), "ffffffff");
+        assert_eq!(cpu_mask(40), "ff,ffffffff");
+    }
+
+    #[test]
+    fn what_a_testbed_cannot_emulate_is_named() {
+        let mut sc = incast();
+        sc.network.switch = Some(daqnet_core::scenario::SwitchConfig {
+            buffer: BufferConfig::Shared { pool_bytes: 1, ports_per_pool: 2, port_cap_bytes: 1 },
+        });
+        sc.network.tcp.congestion_control = CongestionControl::Static;
+        sc.network.tcp.min_rto_ns = 1_500_000;
+        let fields: Vec<String> = TestbedPlan::new(&sc, "UP").unwrap_err().into_iter().map(|(f, _)| f).collect();
+        assert_eq!(
+            fields,
+            [
+                "(testbed name)",
+                "network.switch.buffer.scheme",
+                "network.tcp.congestion_control",
+                "network.tcp.min_rto_ns"
+            ]
+        );
+    }
+}

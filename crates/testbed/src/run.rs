@@ -1,0 +1,212 @@
+//! `daqnet testbed run`: build a testbed, run the real event builder's roles inside its
+//! namespaces, sample the switch queues while it runs, and add the kernel's counters to the
+//! run report.
+
+use crate::lifecycle::Owned;
+use crate::netns;
+use crate::plan::{HostRole, TestbedPlan};
+use crate::qdisc::{QdiscReader, QdiscStats};
+use anyhow::Context;
+use daqnet_core::report::{HostStats, PortStats, RunReport, SwitchStats, TcpCounters};
+use daqnet_core::Scenario;
+use daqnet_evb::launcher::{launch, LaunchOptions, Placement, RoleName};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How often the switch's queues are sampled for their peak backlog.
+pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(1);
+
+/// What `daqnet testbed run` was asked to do.
+#[derive(Clone, Default)]
+pub struct TestbedRunOptions {
+    /// The `daqnet` executable the roles run.
+    pub exe: PathBuf,
+    /// The scenario's name in the report.
+    pub origin: String,
+    /// Output folder: report.json, events.csv, the resolved scenario, roles.json.
+    pub out: PathBuf,
+    /// Per-event CSV.
+    pub per_event: bool,
+    /// No progress display.
+    pub quiet: bool,
+}
+
+/// The outcome of a testbed run.
+pub struct TestbedRun {
+    /// The supervisor's exit code (0: every event built and verified).
+    pub exit_code: i32,
+    /// The report, kernel counters included (also written to `out/report.json`).
+    pub report: RunReport,
+    /// Seconds it took to build the testbed.
+    pub build_s: f64,
+}
+
+/// A unique testbed name for a run by this process.
+fn run_id() -> String {
+    static RUNS: AtomicU32 = AtomicU32::new(0);
+    format!("run{}-{}", std::process::id(), RUNS.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Runs `sc` in a testbed of its own, removed again afterwards.
+pub fn run(sc: &Scenario, opts: &TestbedRunOptions) -> anyhow::Result<TestbedRun> {
+    let id = run_id();
+    let plan = TestbedPlan::checked(sc, &id, &opts.origin)?;
+    let testbed = Owned::up(plan, &opts.origin)?;
+    let plan = &testbed.plan;
+    let sampler = Sampler::start(plan.switch_ns.clone())?;
+    let spaces: BTreeMap<String, String> = plan.hosts.iter().map(|h| (role_key(h.role), h.ns.clone())).collect();
+    let place: Placement = Arc::new(move |role: RoleName, cmd: &mut std::process::Command| {
+        let key = match role {
+            RoleName::Supervisor => role_key(HostRole::Supervisor),
+            RoleName::Readout(i) => role_key(HostRole::Readout(i)),
+            RoleName::Collector(i) => role_key(HostRole::Collector(i)),
+        };
+        netns::place(cmd, &spaces[&key])
+    });
+    let launch_opts = LaunchOptions {
+        exe: opts.exe.clone(),
+        origin: opts.origin.clone(),
+        out: opts.out.clone(),
+        per_event: opts.per_event,
+        quiet: opts.quiet,
+        no_summary: true,
+        place: Some(place),
+        ..Default::default()
+    };
+    let exit_code = launch(&plan.deployed(sc), &launch_opts);
+    let ports = sampler.stop();
+    let exit_code = exit_code?;
+    let path = opts.out.join("report.json");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("the supervisor wrote no report ({} is missing)", path.display()))?;
+    let mut report: RunReport =
+        serde_json::from_str(&text).with_context(|| format!("{} is not a run report", path.display()))?;
+    report.substrate = "testbed".into();
+    report.resolved_scenario = sc.to_toml();
+    report.switch = switch_stats(plan, ports?)?;
+    report.hosts = host_stats(plan)?;
+    report.tcp = TcpCounters::default();
+    for h in &report.hosts {
+        report.tcp.retransmits += h.tcp.retransmits;
+        report.tcp.timeouts += h.tcp.timeouts;
+        report.tcp.fast_recoveries += h.tcp.fast_recoveries;
+    }
+    std::fs::write(&path, report.to_json()).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(TestbedRun { exit_code, report, build_s: testbed.build_s })
+}
+
+fn role_key(r: HostRole) -> String {
+    format!("{r:?}")
+}
+
+/// The switch's qdiscs at the end of a run, and the peak backlog seen per interface index.
+type Sampled = (Vec<QdiscStats>, BTreeMap<u32, u64>);
+
+/// Peak backlog per interface index, sampled on a thread inside the switch namespace.
+struct Sampler {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<anyhow::Result<Sampled>>,
+}
+
+impl Sampler {
+    fn start(switch_ns: String) -> anyhow::Result<Sampler> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            netns::within(&switch_ns, || {
+                let mut reader = QdiscReader::open().context("cannot open rtnetlink")?;
+                let _ = ready_tx.send(());
+                let mut peak: BTreeMap<u32, u64> = BTreeMap::new();
+                loop {
+                    let done = flag.load(Ordering::Relaxed);
+                    let now = reader.root_qdiscs().context("cannot read the switch's qdiscs")?;
+                    for q in &now {
+                        let p = peak.entry(q.ifindex).or_default();
+                        *p = (*p).max(q.backlog_bytes);
+                    }
+                    if done {
+                        return Ok((now, peak));
+                    }
+                    std::thread::sleep(SAMPLE_INTERVAL);
+                }
+            })
+        });
+        let _ = ready_rx.recv_timeout(Duration::from_secs(5));
+        Ok(Sampler { stop, thread })
+    }
+
+    fn stop(self) -> anyhow::Result<Sampled> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap_or_else(|_| anyhow::bail!("the queue sampler panicked"))
+    }
+}
+
+/// Interface indices of `names` in the calling thread's namespace.
+fn ifindex(name: &str) -> u32 {
+    let Ok(c) = std::ffi::CString::new(name) else { return 0 };
+    // SAFETY: a valid NUL-terminated name.
+    unsafe { libc::if_nametoindex(c.as_ptr()) }
+}
+
+/// Per switch output port (`sw->r3`) and per host's own egress (`r3->sw`): drops, peak
+/// backlog (sampled every [`SAMPLE_INTERVAL`] at the switch; not sampled at hosts) and frames.
+fn switch_stats(
+    plan: &TestbedPlan,
+    (last, peak): (Vec<QdiscStats>, BTreeMap<u32, u64>),
+) -> anyhow::Result<SwitchStats> {
+    let shorts: Vec<String> = plan.hosts.iter().map(|h| h.short.clone()).collect();
+    let index = netns::within(&plan.switch_ns, || Ok(shorts.iter().map(|s| ifindex(s)).collect::<Vec<u32>>()))?;
+    let mut stats = SwitchStats::default();
+    for (h, ix) in plan.hosts.iter().zip(index) {
+        let q = last.iter().find(|q| q.ifindex == ix).cloned().unwrap_or_default();
+        stats.ports.push(PortStats {
+            name: format!("sw->{}", h.short),
+            drops: q.drops,
+            peak_bytes: peak.get(&ix).copied().unwrap_or(0),
+            frames: q.packets,
+        });
+    }
+    for h in &plan.hosts {
+        let q = netns::within(&h.ns, || {
+            let ix = ifindex("eth0");
+            let all = QdiscReader::open()?.root_qdiscs()?;
+            Ok(all.into_iter().find(|q| q.ifindex == ix).unwrap_or_default())
+        })?;
+        stats.ports.push(PortStats {
+            name: format!("{}->sw", h.short),
+            drops: q.drops,
+            peak_bytes: 0,
+            frames: q.packets,
+        });
+    }
+    stats.drops = stats.ports.iter().map(|p| p.drops).sum();
+    Ok(stats)
+}
+
+/// Every host's TCP counters.
+fn host_stats(plan: &TestbedPlan) -> anyhow::Result<Vec<HostStats>> {
+    plan.hosts
+        .iter()
+        .map(|h| {
+            let c = netns::within(&h.ns, netns::counters)?;
+            let get = |k: &str| c.get(k).copied().unwrap_or(0);
+            // Linux counts every retransmission timeout in TCPTimeouts (TCPSackRecoveryFail,
+            // TCPLossFailures and the like break the same timeouts down by connection state).
+            let timeouts = get("TcpExtTCPTimeouts");
+            Ok(HostStats {
+                host: h.short.clone(),
+                tcp: TcpCounters {
+                    retransmits: get("TcpRetransSegs"),
+                    timeouts,
+                    fast_recoveries: get("TcpExtTCPSackRecovery") + get("TcpExtTCPRenoRecovery"),
+                },
+                loss_probes: get("TcpExtTCPLossProbes"),
+                counters: c.into_iter().filter(|(k, v)| *v > 0 && k.starts_with("Tcp")).collect(),
+            })
+        })
+        .collect()
+}
