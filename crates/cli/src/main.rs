@@ -29,6 +29,8 @@ enum Command {
     Run(commands::run::RunArgs),
     /// Emulate the scenario's network in Linux namespaces and run the real event builder through it.
     Testbed(commands::testbed::TestbedArgs),
+    /// Run one sweep in the testbed and in the simulator and compare them point by point.
+    Validate(commands::validate::ValidateArgs),
     /// Run one role of a real run (supervisor, readout, collector), for deployment on many hosts.
     Role(commands::role::RoleArgs),
     /// Print the commented default scenario, or check and resolve a scenario file.
@@ -46,6 +48,7 @@ fn main() -> ExitCode {
         Command::Study(a) => commands::study::run(a),
         Command::Run(a) => commands::run::run(a),
         Command::Testbed(a) => commands::testbed::run(a),
+        Command::Validate(a) => commands::validate::run(a),
         Command::Role(a) => commands::role::run(a),
         Command::Scenario(a) => commands::scenario::run(a),
         Command::Bench(a) => commands::bench::run(a),

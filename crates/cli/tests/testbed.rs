@@ -227,3 +227,46 @@ fn scenarios_a_testbed_cannot_emulate_are_refused_with_the_field() {
     let o = daqnet(&["testbed", "run", INCAST, "--set", "network.tcp.min_rto_ns=1500000"]);
     assert!(text(&o).contains("network.tcp.min_rto_ns") && text(&o).contains("whole number of ms"), "{}", text(&o));
 }
+
+#[test]
+fn validate_runs_both_substrates_and_compares_them() {
+    let _g = serial();
+    if !root() {
+        return;
+    }
+    let dir = out_dir("validate");
+    let d = dir.display().to_string();
+    let o = daqnet(&[
+        "validate",
+        INCAST,
+        "--vary",
+        "network.switch.buffer.port_bytes=4MB,100kB",
+        "--events",
+        "30",
+        "-q",
+        "--out",
+        &d,
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = text(&o);
+    assert!(out.contains("incast onset") && out.contains("medians where neither side has timeouts"), "{out}");
+    let compare = std::fs::read_to_string(dir.join("compare.csv")).unwrap();
+    let rows: Vec<&str> = compare.lines().collect();
+    assert_eq!(rows.len(), 3, "{compare}");
+    assert!(rows[0].starts_with("network.switch.buffer.port_bytes,testbed_median_ms"), "{}", rows[0]);
+    // 4 MB: both sides near the ideal round; their ratio is printed and close to 1.
+    let ratio: f64 = rows[1].rsplit(',').next().unwrap().parse().unwrap();
+    assert!((0.8..=1.2).contains(&ratio), "4 MB median ratio {ratio}");
+    for f in [
+        "latency.png",
+        "slow-events.png",
+        "table.csv",
+        "testbed/points/p0001/report.json",
+        "sim/points/p0001/report.json",
+    ] {
+        assert!(dir.join(f).exists(), "{f} missing");
+    }
+    let tb = report(&dir.join("testbed/points/p0001"));
+    assert_eq!(tb["substrate"], "testbed");
+    assert!(f(&tb["switch"]["drops"]) > 0.0, "100 kB dropped nothing in the testbed");
+}

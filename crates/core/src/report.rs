@@ -85,6 +85,11 @@ pub struct TcpCounters {
     /// Loss recoveries entered through duplicate ACKs / SACK (fast retransmit).
     #[serde(default)]
     pub fast_recoveries: u64,
+    /// (testbed) Tail-loss probes sent (Linux `TCPLossProbes`). With one segment outstanding a
+    /// probe waits 2·SRTT plus the minimum RTO, so a tail loss repaired by a probe stalls about
+    /// as long as a timeout without counting as one. The simulator has no tail-loss probe.
+    #[serde(default)]
+    pub loss_probes: u64,
 }
 
 /// One switch output port.
@@ -166,11 +171,9 @@ pub struct RunReport {
 pub struct HostStats {
     /// Host, e.g. `r3` (readout unit 3), `c0` (collector node 0), `sup`.
     pub host: String,
-    /// Retransmissions (`RetransSegs`), retransmission timeouts (`TCPTimeouts`, every one) and
-    /// fast recoveries (SACK and Reno) of the host's sockets.
+    /// Retransmissions (`RetransSegs`), retransmission timeouts (`TCPTimeouts`, every one), fast
+    /// recoveries (SACK and Reno) and tail-loss probes of the host's sockets.
     pub tcp: TcpCounters,
-    /// Tail-loss probes sent (`TCPLossProbes`).
-    pub loss_probes: u64,
     /// Every non-zero `Tcp*` and `TcpExt*` counter, by `nstat` name.
     pub counters: std::collections::BTreeMap<String, u64>,
 }
@@ -298,8 +301,15 @@ impl RunReport {
         row(
             "tcp",
             format!(
-                "{} retransmits, {} timeouts, {} fast recoveries",
-                self.tcp.retransmits, self.tcp.timeouts, self.tcp.fast_recoveries
+                "{} retransmits, {} timeouts, {} fast recoveries{}",
+                self.tcp.retransmits,
+                self.tcp.timeouts,
+                self.tcp.fast_recoveries,
+                if self.tcp.loss_probes > 0 {
+                    format!(", {} tail-loss probes", self.tcp.loss_probes)
+                } else {
+                    String::new()
+                }
             ),
         );
         let worst = self.switch.ports.iter().max_by_key(|p| (p.drops, p.peak_bytes));

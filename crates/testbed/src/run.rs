@@ -93,6 +93,7 @@ pub fn run(sc: &Scenario, opts: &TestbedRunOptions) -> anyhow::Result<TestbedRun
         report.tcp.retransmits += h.tcp.retransmits;
         report.tcp.timeouts += h.tcp.timeouts;
         report.tcp.fast_recoveries += h.tcp.fast_recoveries;
+        report.tcp.loss_probes += h.tcp.loss_probes;
     }
     std::fs::write(&path, report.to_json()).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(TestbedRun { exit_code, report, build_s: testbed.build_s })
@@ -203,8 +204,8 @@ fn host_stats(plan: &TestbedPlan) -> anyhow::Result<Vec<HostStats>> {
                     retransmits: get("TcpRetransSegs"),
                     timeouts,
                     fast_recoveries: get("TcpExtTCPSackRecovery") + get("TcpExtTCPRenoRecovery"),
+                    loss_probes: get("TcpExtTCPLossProbes"),
                 },
-                loss_probes: get("TcpExtTCPLossProbes"),
                 counters: c.into_iter().filter(|(k, v)| *v > 0 && k.starts_with("Tcp")).collect(),
             })
         })

@@ -9,6 +9,7 @@ pub mod sim;
 pub mod study;
 pub mod sweep;
 pub mod testbed;
+pub mod validate;
 
 use anyhow::Context;
 use daqnet_core::Scenario;

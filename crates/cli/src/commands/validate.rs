@@ -1,0 +1,154 @@
+//! `daqnet validate`: the same sweep in the testbed and in the simulator, side by side.
+
+use clap::Args;
+use daqnet_study::compare::{self, Criteria};
+use daqnet_study::plot::{draw, Kind, PlotSpec};
+use daqnet_study::sweep::{self, ExecOptions, Point, PointOutput, Shard, SweepPlan};
+use daqnet_study::table::Table;
+use daqnet_study::vary::Axis;
+use daqnet_testbed::run::TestbedRunOptions;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Run one sweep in the testbed (real Linux TCP through emulated switches) and in the simulator,
+/// and compare them point by point, as seed 003 §6 validated its simulator against the real
+/// ATLAS system.
+///
+/// Writes DIR/testbed/ and DIR/sim/ (ordinary sweep folders: resumable, one report.json per
+/// point), DIR/compare.csv (both sides per point), DIR/table.csv (both tables with a
+/// `substrate` column, for `daqnet plot`), DIR/latency.png (boxes per point, both substrates)
+/// and DIR/slow-events.png (share of events that waited ≥ 100 ms). Prints the comparison and the
+/// agreement figures: medians within ±20 % where neither side has timeouts, shares of ≥ 100 ms
+/// events within a factor 2, and the incast onset along the first --vary axis within ±25 %.
+/// Testbed points run one at a time (needs root); simulator points in parallel.
+#[derive(Args)]
+#[command(after_help = "Examples:\n  \
+daqnet validate scenarios/testbed/incast-32.toml --vary network.switch.buffer.port_bytes=100kB,200kB,400kB,1MB,4MB\n  \
+daqnet validate scenarios/testbed/atlas-mini.toml --vary system.credits_per_node=48,96,144,192,288,384")]
+pub struct ValidateArgs {
+    /// Scenario file (TOML); it must be one the testbed can build (star topology, dedicated buffers).
+    file: PathBuf,
+    /// A swept field: dotted.path=LIST (repeatable). The incast onset is read along the first.
+    #[arg(long = "vary", value_name = "PATH=LIST", required = true)]
+    vary: Vec<String>,
+    /// Override a field for every point: dotted.path=value (repeatable).
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    set: Vec<String>,
+    /// Measured events per point (overrides run.events).
+    #[arg(long)]
+    events: Option<u64>,
+    /// Output folder (default: out/validate/<scenario name>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// A point has incast when at least this share of its events waited ≥ 100 ms.
+    #[arg(long, default_value_t = 0.01)]
+    incast_share: f64,
+    /// No progress bars.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// A sweep runner that runs each point in a testbed of its own.
+fn testbed_point(scratch: PathBuf) -> impl Fn(&Point) -> anyhow::Result<PointOutput> + Sync {
+    move |p| {
+        let out = scratch.join(format!("p{:04}", p.meta.index));
+        let opts = TestbedRunOptions {
+            exe: std::env::current_exe()?,
+            origin: p.origin.clone(),
+            out: out.clone(),
+            per_event: false,
+            quiet: true,
+        };
+        let done = daqnet_testbed::run::run(&p.scenario, &opts)?;
+        let _ = std::fs::remove_dir_all(&out);
+        anyhow::ensure!(
+            done.exit_code == 0,
+            "the testbed run failed (exit {}): {:?}",
+            done.exit_code,
+            done.report.faults
+        );
+        Ok(PointOutput { report: done.report, events: Vec::new() })
+    }
+}
+
+/// Both sweep tables in one, with a `substrate` column first.
+fn joined_table(out: &Path, sides: [(&str, &Path); 2]) -> anyhow::Result<PathBuf> {
+    let path = out.join("table.csv");
+    let mut w = csv::Writer::from_path(&path)?;
+    for (i, (name, table)) in sides.iter().enumerate() {
+        let t = Table::read(table)?;
+        if i == 0 {
+            w.write_record(std::iter::once("substrate").chain(t.columns.iter().map(String::as_str)))?;
+        }
+        for r in &t.rows {
+            w.write_record(std::iter::once(*name).chain(r.iter().map(String::as_str)))?;
+        }
+    }
+    w.flush()?;
+    Ok(path)
+}
+
+/// Runs the verb.
+pub fn run(a: ValidateArgs) -> anyhow::Result<ExitCode> {
+    let axes = a
+        .vary
+        .iter()
+        .map(|v| Axis::parse(v).map_err(|e| anyhow::anyhow!("--vary {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    anyhow::ensure!(
+        (0.0..=1.0).contains(&a.incast_share),
+        "--incast-share {}: a share between 0 and 1",
+        a.incast_share
+    );
+    let mut sets = a.set.clone();
+    if let Some(e) = a.events {
+        sets.push(format!("run.events={e}"));
+    }
+    let first_axis = axes[0].path.clone();
+    let plan = SweepPlan::single(&a.file, sets, axes, 1, false);
+    // Every point must be one the testbed can build, before anything runs.
+    for p in plan.points()? {
+        daqnet_testbed::plan::TestbedPlan::checked(&p.scenario, "check", &p.origin)?;
+    }
+    daqnet_testbed::lifecycle::check_prerequisites()?;
+    let out = a.out.unwrap_or_else(|| Path::new("out/validate").join(a.file.file_stem().unwrap_or_default()));
+    let (tb_dir, sim_dir) = (out.join("testbed"), out.join("sim"));
+    let one = ExecOptions { jobs: 1, shard: Shard::ALL, quiet: a.quiet };
+    if !a.quiet {
+        eprintln!("testbed: {} points, one at a time", plan.len());
+    }
+    let tb = sweep::execute(&plan, &tb_dir, one, &testbed_point(out.join("scratch")))?;
+    let _ = std::fs::remove_dir_all(out.join("scratch"));
+    let sim = sweep::execute(&plan, &sim_dir, ExecOptions { jobs: super::cores(), ..one }, &super::sim_point(false))?;
+    for (side, done, dir) in [("testbed", &tb, &tb_dir), ("sim", &sim, &sim_dir)] {
+        for (i, e) in &done.failures {
+            eprintln!("error: {side} point {i} ({}) failed: {e}", sweep::point_dir(dir, *i).display());
+        }
+    }
+    let names = ("testbed", "sim");
+    let pairs = compare::pairs(&plan, &tb_dir, &sim_dir)?;
+    anyhow::ensure!(!pairs.is_empty(), "no point finished on both substrates");
+    let criteria = Criteria { incast_share: a.incast_share, ..Criteria::default() };
+    let agreement = compare::agreement(&pairs, &criteria);
+    compare::write_csv(&pairs, &out.join("compare.csv"), names)?;
+    let table = Table::read(&joined_table(&out, [("testbed", &tb.table), ("sim", &sim.table)])?)?;
+    let spec = |kind, y: &str, ylabel: &str| PlotSpec {
+        kind,
+        x: first_axis.clone(),
+        y: y.into(),
+        group: Some("substrate".into()),
+        filters: Vec::new(),
+        log_x: false,
+        log_y: false,
+        x_scale: 1.0,
+        title: Some(format!("{}: testbed vs simulator", a.file.display())),
+        xlabel: None,
+        ylabel: Some(ylabel.into()),
+    };
+    draw(&table, &spec(Kind::Box, "latency", "data-collection latency (ms)"), &out.join("latency.png"))?;
+    draw(&table, &spec(Kind::Line, "share_ge_100ms", "share of events ≥ 100 ms"), &out.join("slow-events.png"))?;
+    print!("{}", compare::render(&pairs, &agreement, &criteria, names));
+    println!("written: {}/compare.csv, table.csv, latency.png, slow-events.png", out.display());
+    let failed = tb.failures.len() + sim.failures.len();
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}

@@ -1,0 +1,259 @@
+//! Two substrates over the same sweep, side by side (`daqnet validate`): per point the median,
+//! p99, share of events that waited ≥ 100 ms, drops and timeouts of each, and the agreement
+//! figures of seed 003 §6's validation — the incast onset in each, and the ratio of medians
+//! where neither side has timeouts.
+
+use crate::sweep::{point_dir, read_point, SweepPlan};
+use anyhow::Context;
+use daqnet_core::report::RunReport;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Agreement thresholds (issue 5's "done when").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Criteria {
+    /// Largest relative difference of medians where neither side has timeouts (0.2 = ±20 %).
+    pub median_tolerance: f64,
+    /// Largest factor between the shares of events that waited ≥ 100 ms.
+    pub share_factor: f64,
+    /// Largest relative difference of the incast onsets (0.25 = ±25 %).
+    pub onset_tolerance: f64,
+    /// A point has incast when at least this share of its events waited ≥ 100 ms.
+    pub incast_share: f64,
+}
+
+impl Default for Criteria {
+    fn default() -> Self {
+        Criteria { median_tolerance: 0.2, share_factor: 2.0, onset_tolerance: 0.25, incast_share: 0.01 }
+    }
+}
+
+/// One point run on both substrates.
+#[derive(Debug, Clone)]
+pub struct Pair {
+    /// (axis path, value) of the point.
+    pub values: Vec<(String, String)>,
+    /// Reference (the testbed).
+    pub reference: RunReport,
+    /// Model (the simulator).
+    pub model: RunReport,
+}
+
+impl Pair {
+    /// Neither side had a retransmission timeout.
+    pub fn no_timeouts(&self) -> bool {
+        self.reference.tcp.timeouts == 0 && self.model.tcp.timeouts == 0
+    }
+
+    /// Model median / reference median.
+    pub fn median_ratio(&self) -> f64 {
+        self.model.latency_ms.median / self.reference.latency_ms.median
+    }
+}
+
+/// Whether two shares of slow events agree: both below the incast threshold, or within `factor`.
+fn shares_agree(a: f64, b: f64, c: &Criteria) -> bool {
+    (a < c.incast_share && b < c.incast_share) || (a.min(b) > 0.0 && a.max(b) / a.min(b) <= c.share_factor)
+}
+
+/// The first value of the first axis (in sweep order) whose incast state differs from the first
+/// value's: where incast starts (or stops, for a growing buffer). `None`: no change in range.
+pub fn onset(pairs: &[&Pair], side: impl Fn(&Pair) -> &RunReport, c: &Criteria) -> Option<String> {
+    let incast = |p: &Pair| side(p).latency_ms.share_ge_100ms >= c.incast_share;
+    let first = incast(pairs.first()?);
+    pairs.iter().find(|p| incast(p) != first).map(|p| p.values.first().map(|(_, v)| v.clone()).unwrap_or_default())
+}
+
+/// The agreement figures of a comparison.
+#[derive(Debug, Clone)]
+pub struct Agreement {
+    /// Points where neither side had timeouts, and how many of them have medians within tolerance.
+    pub medians: (usize, usize),
+    /// Points whose shares of ≥ 100 ms events agree, of all points.
+    pub shares: (usize, usize),
+    /// Incast onset along the first axis: reference, model.
+    pub onsets: (Option<String>, Option<String>),
+    /// Whether the onsets agree (both absent, or within tolerance).
+    pub onset_agrees: bool,
+}
+
+/// Reads both sweeps' points into pairs (points missing on either side are skipped).
+pub fn pairs(plan: &SweepPlan, reference: &Path, model: &Path) -> anyhow::Result<Vec<Pair>> {
+    let mut v = Vec::new();
+    for i in 0..plan.len() {
+        let r = read_point(&point_dir(reference, i))?;
+        let m = read_point(&point_dir(model, i))?;
+        if let (Some((meta, reference)), Some((_, model))) = (r, m) {
+            v.push(Pair { values: meta.values, reference, model });
+        }
+    }
+    Ok(v)
+}
+
+/// The agreement figures over `pairs` (onset: along the first axis, at the other axes' first values).
+pub fn agreement(pairs: &[Pair], c: &Criteria) -> Agreement {
+    let quiet: Vec<&Pair> = pairs.iter().filter(|p| p.no_timeouts()).collect();
+    let close = quiet.iter().filter(|p| (p.median_ratio() - 1.0).abs() <= c.median_tolerance).count();
+    let shares = pairs
+        .iter()
+        .filter(|p| shares_agree(p.reference.latency_ms.share_ge_100ms, p.model.latency_ms.share_ge_100ms, c))
+        .count();
+    // The first axis's line: every other axis at the value of the first point.
+    let rest = |p: &Pair| p.values.iter().skip(1).cloned().collect::<Vec<_>>();
+    let line: Vec<&Pair> = pairs.iter().filter(|p| pairs.first().is_some_and(|f| rest(f) == rest(p))).collect();
+    let onsets = (onset(&line, |p| &p.reference, c), onset(&line, |p| &p.model, c));
+    let onset_agrees = match &onsets {
+        (None, None) => true,
+        (Some(a), Some(b)) => match (crate::table::number(a), crate::table::number(b)) {
+            (Some(a), Some(b)) => (b - a).abs() <= c.onset_tolerance * a.abs(),
+            _ => a == b,
+        },
+        _ => false,
+    };
+    Agreement { medians: (quiet.len(), close), shares: (shares, pairs.len()), onsets, onset_agrees }
+}
+
+/// Writes `compare.csv`: one row per point, the reference's and the model's figures side by side.
+pub fn write_csv(pairs: &[Pair], path: &Path, names: (&str, &str)) -> anyhow::Result<()> {
+    let mut w = csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut head: Vec<String> =
+        pairs.first().map(|p| p.values.iter().map(|(a, _)| a.clone()).collect()).unwrap_or_default();
+    for side in [names.0, names.1] {
+        for col in ["median_ms", "p99_ms", "share_ge_100ms", "drops", "timeouts"] {
+            head.push(format!("{side}_{col}"));
+        }
+    }
+    head.push("median_ratio".into());
+    w.write_record(&head)?;
+    for p in pairs {
+        let mut row: Vec<String> = p.values.iter().map(|(_, v)| v.clone()).collect();
+        for r in [&p.reference, &p.model] {
+            let l = &r.latency_ms;
+            row.extend([l.median, l.p99, l.share_ge_100ms].map(|x| format!("{x}")));
+            row.extend([r.switch.drops, r.tcp.timeouts].map(|x| x.to_string()));
+        }
+        row.push(format!("{}", p.median_ratio()));
+        w.write_record(&row)?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+/// The comparison as a text table plus the agreement figures.
+pub fn render(pairs: &[Pair], a: &Agreement, c: &Criteria, names: (&str, &str)) -> String {
+    let mut s = String::new();
+    let axis = pairs.first().map(|p| p.values.iter().map(|(a, _)| a.as_str()).collect::<Vec<_>>().join(" × "));
+    let _ = writeln!(s, "{:<22} | {:^44} | {:^44} | sim/tb", axis.unwrap_or_default(), names.0, names.1);
+    let sub = format!("{:>9} {:>9} {:>8} {:>7} {:>7}", "median", "p99", "≥100ms", "drops", "RTOs");
+    let _ = writeln!(s, "{:<22} | {sub} | {sub} | median", "");
+    for p in pairs {
+        let v = p.values.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>().join(" × ");
+        let side = |r: &RunReport| {
+            format!(
+                "{:>9.2} {:>9.2} {:>7.1}% {:>7} {:>7}",
+                r.latency_ms.median,
+                r.latency_ms.p99,
+                100.0 * r.latency_ms.share_ge_100ms,
+                r.switch.drops,
+                r.tcp.timeouts
+            )
+        };
+        let mark = if p.no_timeouts() { "" } else { " (RTOs)" };
+        let _ = writeln!(s, "{v:<22} | {} | {} | {:.2}{mark}", side(&p.reference), side(&p.model), p.median_ratio());
+    }
+    let verdict = |ok: bool| if ok { "agrees" } else { "MISSES" };
+    let _ = writeln!(
+        s,
+        "medians where neither side has timeouts: {} of {} within ±{:.0} % — {}",
+        a.medians.1,
+        a.medians.0,
+        100.0 * c.median_tolerance,
+        verdict(a.medians.0 == a.medians.1)
+    );
+    let _ = writeln!(
+        s,
+        "share of events ≥ 100 ms: {} of {} points within a factor {} (or both < {:.0} %) — {}",
+        a.shares.0,
+        a.shares.1,
+        c.share_factor,
+        100.0 * c.incast_share,
+        verdict(a.shares.0 == a.shares.1)
+    );
+    let show = |o: &Option<String>| o.clone().unwrap_or_else(|| "none in range".into());
+    let _ = writeln!(
+        s,
+        "incast onset (first value where ≥ {:.0} % of events wait ≥ 100 ms changes): {} {}, {} {} — {}",
+        100.0 * c.incast_share,
+        names.0,
+        show(&a.onsets.0),
+        names.1,
+        show(&a.onsets.1),
+        verdict(a.onset_agrees)
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(median: f64, share: f64, timeouts: u64) -> RunReport {
+        let mut r = RunReport::default();
+        r.latency_ms.median = median;
+        r.latency_ms.share_ge_100ms = share;
+        r.tcp.timeouts = timeouts;
+        r
+    }
+
+    fn pair(v: &str, tb: (f64, f64, u64), sim: (f64, f64, u64)) -> Pair {
+        Pair {
+            values: vec![("network.switch.buffer.port_bytes".into(), v.into())],
+            reference: report(tb.0, tb.1, tb.2),
+            model: report(sim.0, sim.1, sim.2),
+        }
+    }
+
+    #[test]
+    fn agreement_figures() {
+        let c = Criteria::default();
+        let pairs = vec![
+            pair("100kB", (30.0, 0.10, 9), (210.0, 1.0, 90)),
+            pair("200kB", (20.0, 0.04, 3), (25.0, 0.05, 2)),
+            pair("400kB", (18.0, 0.0, 0), (17.5, 0.0, 0)),
+            pair("4MB", (18.0, 0.0, 0), (25.0, 0.0, 0)),
+        ];
+        let a = agreement(&pairs, &c);
+        // Two quiet points; 25/18 is 39 % off.
+        assert_eq!(a.medians, (2, 1));
+        // 1.0 vs 0.10 is a factor 10; 0.05 vs 0.04 agrees; both zero agree.
+        assert_eq!(a.shares, (3, 4));
+        assert_eq!(a.onsets, (Some("400kB".into()), Some("400kB".into())));
+        assert!(a.onset_agrees);
+        let text = render(&pairs, &a, &c, ("testbed", "sim"));
+        assert!(text.contains("1 of 2 within ±20 % — MISSES"), "{text}");
+        assert!(text.contains("onset") && text.contains("— agrees"), "{text}");
+    }
+
+    #[test]
+    fn onsets_compare_numerically_within_tolerance() {
+        let c = Criteria::default();
+        let credits = |v: &str, share: f64, sim_share: f64| Pair {
+            values: vec![("system.credits_per_node".into(), v.into())],
+            reference: report(20.0, share, 0),
+            model: report(20.0, sim_share, 0),
+        };
+        let pairs = vec![
+            credits("200", 0.0, 0.0),
+            credits("400", 0.0, 0.0),
+            credits("480", 0.3, 0.0),
+            credits("560", 0.9, 0.5),
+        ];
+        let a = agreement(&pairs, &c);
+        assert_eq!(a.onsets, (Some("480".into()), Some("560".into())));
+        assert!(a.onset_agrees, "560 is within 25 % of 480");
+        let late = vec![credits("200", 0.0, 0.0), credits("480", 0.3, 0.0), credits("800", 0.9, 0.5)];
+        assert!(!agreement(&late, &c).onset_agrees, "800 is 67 % above 480");
+        let one_sided = vec![credits("200", 0.0, 0.0), credits("480", 0.3, 0.0)];
+        assert!(!agreement(&one_sided, &c).onset_agrees);
+    }
+}
