@@ -57,14 +57,15 @@ pub fn run(sc: &Scenario, opts: &TestbedRunOptions) -> anyhow::Result<TestbedRun
     let testbed = Owned::up(plan, &opts.origin)?;
     let plan = &testbed.plan;
     let sampler = Sampler::start(plan.switch_ns.clone())?;
-    let spaces: BTreeMap<String, String> = plan.hosts.iter().map(|h| (role_key(h.role), h.ns.clone())).collect();
+    let hosts = plan.hosts.clone();
     let place: Placement = Arc::new(move |role: RoleName, cmd: &mut std::process::Command| {
-        let key = match role {
-            RoleName::Supervisor => role_key(HostRole::Supervisor),
-            RoleName::Readout(i) => role_key(HostRole::Readout(i)),
-            RoleName::Collector(i) => role_key(HostRole::Collector(i)),
+        let role = match role {
+            RoleName::Supervisor => HostRole::Supervisor,
+            RoleName::Readout(i) => HostRole::Readout(i),
+            RoleName::Collector(i) => HostRole::Collector(i),
         };
-        netns::place(cmd, &spaces[&key])
+        let host = hosts.iter().find(|h| h.role == role).expect("every role has a host");
+        netns::place(cmd, &host.ns)
     });
     let launch_opts = LaunchOptions {
         exe: opts.exe.clone(),
@@ -97,10 +98,6 @@ pub fn run(sc: &Scenario, opts: &TestbedRunOptions) -> anyhow::Result<TestbedRun
     }
     std::fs::write(&path, report.to_json()).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(TestbedRun { exit_code, report, build_s: testbed.build_s })
-}
-
-fn role_key(r: HostRole) -> String {
-    format!("{r:?}")
 }
 
 /// The switch's qdiscs at the end of a run, and the peak backlog seen per interface index.

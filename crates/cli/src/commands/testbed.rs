@@ -2,7 +2,6 @@
 //! namespaces on this machine.
 
 use clap::{Args, Subcommand};
-use daqnet_core::Scenario;
 use daqnet_testbed::lifecycle::{self, Up};
 use daqnet_testbed::plan::TestbedPlan;
 use daqnet_testbed::run::{TestbedRunOptions, SAMPLE_INTERVAL};
@@ -106,17 +105,13 @@ fn default_name(file: &Path) -> String {
     }
 }
 
-fn plan(sc: &Scenario, id: &str, file: &Path) -> anyhow::Result<TestbedPlan> {
-    TestbedPlan::checked(sc, id, &file.display().to_string())
-}
-
 /// Runs the verb.
 pub fn run(a: TestbedArgs) -> anyhow::Result<ExitCode> {
     match a.command {
         TestbedCommand::Up(u) => {
             let sc = super::load_run_scenario(&u.file, &u.set)?;
             let id = u.name.unwrap_or_else(|| default_name(&u.file));
-            let p = plan(&sc, &id, &u.file)?;
+            let p = TestbedPlan::checked(&sc, &id, &u.file.display().to_string())?;
             match lifecycle::up(&p, None, &u.file.display().to_string())? {
                 Up::Built(s) => println!("testbed {id}: up in {s:.1} s, {} namespaces", p.namespaces().len()),
                 Up::AlreadyUp => println!("testbed {id}: already up"),
@@ -173,7 +168,7 @@ pub fn run(a: TestbedArgs) -> anyhow::Result<ExitCode> {
                 sets.push(format!("run.seed={s}"));
             }
             let sc = super::load_run_scenario(&r.file, &sets)?;
-            plan(&sc, "check", &r.file)?;
+            TestbedPlan::checked(&sc, "check", &r.file.display().to_string())?;
             lifecycle::check_prerequisites()?;
             let opts = TestbedRunOptions {
                 exe: std::env::current_exe()?,
