@@ -4,6 +4,7 @@
 
 use daqnet_core::scenario::{BufferConfig, CongestionControl, Topology};
 use daqnet_core::Scenario;
+use daqnet_evb::launcher::RoleName;
 use std::net::Ipv4Addr;
 
 /// Every namespace a testbed creates is named `daqnet-<id>-<host>`.
@@ -45,22 +46,11 @@ pub const HOST_QUEUE_BYTES: u64 = 4 << 20;
 /// Most ports a Linux bridge takes.
 const MAX_BRIDGE_PORTS: u32 = 1023;
 
-/// A host's job in the event builder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HostRole {
-    /// The supervisor.
-    Supervisor,
-    /// Readout unit `i`.
-    Readout(u32),
-    /// The collector node `i` with its processing units.
-    Collector(u32),
-}
-
 /// One emulated host: a namespace with one interface (`eth0`) linked to the switch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Host {
-    /// Its role.
-    pub role: HostRole,
+    /// The role it runs.
+    pub role: RoleName,
     /// Short name, unique in the testbed (`sup`, `r12`, `c3`); also the name of its port in
     /// the switch namespace.
     pub short: String,
@@ -231,36 +221,14 @@ impl TestbedPlan {
         }
         let ns = |short: &str| format!("{PREFIX}{id}-{short}");
         let ip = |third: u32, i: u32| Ipv4Addr::new(10, 88, (third + i / 250) as u8, (i % 250 + 1) as u8);
-        let mut list = vec![Host {
-            role: HostRole::Supervisor,
-            short: "sup".into(),
-            ns: ns("sup"),
-            ip: ip(0, 0),
-            link_bps: n.node_link_bps.max(n.readout_link_bps),
-            port_buffer_bytes,
-        }];
-        for r in 0..s.readout_units {
-            let short = format!("r{r}");
-            list.push(Host {
-                role: HostRole::Readout(r),
-                ns: ns(&short),
-                short,
-                ip: ip(16, r),
-                link_bps: n.readout_link_bps,
-                port_buffer_bytes,
-            });
-        }
-        for c in 0..s.nodes {
-            let short = format!("c{c}");
-            list.push(Host {
-                role: HostRole::Collector(c),
-                ns: ns(&short),
-                short,
-                ip: ip(8, c),
-                link_bps: n.node_link_bps,
-                port_buffer_bytes,
-            });
-        }
+        let host =
+            |role, short: String, ip, link_bps| Host { role, ns: ns(&short), short, ip, link_bps, port_buffer_bytes };
+        let mut list =
+            vec![host(RoleName::Supervisor, "sup".into(), ip(0, 0), n.node_link_bps.max(n.readout_link_bps))];
+        list.extend(
+            (0..s.readout_units).map(|r| host(RoleName::Readout(r), format!("r{r}"), ip(16, r), n.readout_link_bps)),
+        );
+        list.extend((0..s.nodes).map(|c| host(RoleName::Collector(c), format!("c{c}"), ip(8, c), n.node_link_bps)));
         Ok(TestbedPlan {
             id: id.to_string(),
             switch_ns: ns("sw"),
@@ -293,7 +261,7 @@ impl TestbedPlan {
     }
 
     /// The host of `role`.
-    pub fn host(&self, role: HostRole) -> &Host {
+    pub fn host(&self, role: RoleName) -> &Host {
         self.hosts.iter().find(|h| h.role == role).expect("every role has a host")
     }
 
@@ -301,9 +269,9 @@ impl TestbedPlan {
     /// `[network.tcp]` (the testbed emulates `[network]`, so it decides).
     pub fn deployed(&self, sc: &Scenario) -> Scenario {
         let mut sc = sc.clone();
-        sc.deploy.supervisor = format!("{}:{SUPERVISOR_PORT}", self.host(HostRole::Supervisor).ip);
+        sc.deploy.supervisor = format!("{}:{SUPERVISOR_PORT}", self.host(RoleName::Supervisor).ip);
         sc.deploy.readouts = (0..sc.system.readout_units)
-            .map(|r| format!("{}:{READOUT_PORT}", self.host(HostRole::Readout(r)).ip))
+            .map(|r| format!("{}:{READOUT_PORT}", self.host(RoleName::Readout(r)).ip))
             .collect();
         sc.deploy.tcp_congestion = self.congestion.clone();
         sc
@@ -426,8 +394,8 @@ mod tests {
         let p = TestbedPlan::new(&incast(), "t1").unwrap();
         let names: Vec<&str> = p.hosts.iter().map(|h| h.short.as_str()).collect();
         assert_eq!(names, ["sup", "r0", "r1", "r2", "c0", "c1"]);
-        assert_eq!(p.host(HostRole::Readout(2)).ip, Ipv4Addr::new(10, 88, 16, 3));
-        assert_eq!(p.host(HostRole::Collector(1)).ns, "daqnet-t1-c1");
+        assert_eq!(p.host(RoleName::Readout(2)).ip, Ipv4Addr::new(10, 88, 16, 3));
+        assert_eq!(p.host(RoleName::Collector(1)).ns, "daqnet-t1-c1");
         assert_eq!(p.switch_ns, "daqnet-t1-sw");
         assert!(p.hosts.iter().all(|h| h.port_buffer_bytes == 200_000));
         let d = p.deployed(&incast());

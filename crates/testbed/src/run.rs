@@ -4,13 +4,12 @@
 
 use crate::lifecycle::Owned;
 use crate::netns;
-use crate::plan::{HostRole, TestbedPlan};
-use crate::qdisc::{QdiscReader, QdiscStats};
+use crate::plan::TestbedPlan;
+use crate::qdisc::QdiscReader;
 use anyhow::Context;
 use daqnet_core::report::{HostStats, PortStats, RunReport, SwitchStats, TcpCounters};
 use daqnet_core::Scenario;
 use daqnet_evb::launcher::{launch, LaunchOptions, Placement, RoleName};
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
@@ -56,14 +55,9 @@ pub fn run(sc: &Scenario, opts: &TestbedRunOptions) -> anyhow::Result<TestbedRun
     let plan = TestbedPlan::checked(sc, &id, &opts.origin)?;
     let testbed = Owned::up(plan, &opts.origin)?;
     let plan = &testbed.plan;
-    let sampler = Sampler::start(plan.switch_ns.clone())?;
+    let sampler = Sampler::start(plan.switch_ns.clone(), plan.hosts.iter().map(|h| h.short.clone()).collect());
     let hosts = plan.hosts.clone();
     let place: Placement = Arc::new(move |role: RoleName, cmd: &mut std::process::Command| {
-        let role = match role {
-            RoleName::Supervisor => HostRole::Supervisor,
-            RoleName::Readout(i) => HostRole::Readout(i),
-            RoleName::Collector(i) => HostRole::Collector(i),
-        };
         let host = hosts.iter().find(|h| h.role == role).expect("every role has a host");
         netns::place(cmd, &host.ns)
     });
@@ -87,8 +81,11 @@ pub fn run(sc: &Scenario, opts: &TestbedRunOptions) -> anyhow::Result<TestbedRun
         serde_json::from_str(&text).with_context(|| format!("{} is not a run report", path.display()))?;
     report.substrate = "testbed".into();
     report.resolved_scenario = sc.to_toml();
-    report.switch = switch_stats(plan, ports?)?;
-    report.hosts = host_stats(plan)?;
+    let (egress, hosts) = host_stats(plan)?;
+    let mut ports = ports?;
+    ports.extend(egress);
+    report.switch = SwitchStats { drops: ports.iter().map(|p| p.drops).sum(), ports };
+    report.hosts = hosts;
     report.tcp = TcpCounters::default();
     for h in &report.hosts {
         report.tcp.retransmits += h.tcp.retransmits;
@@ -100,102 +97,81 @@ pub fn run(sc: &Scenario, opts: &TestbedRunOptions) -> anyhow::Result<TestbedRun
     Ok(TestbedRun { exit_code, report, build_s: testbed.build_s })
 }
 
-/// The switch's qdiscs at the end of a run, and the peak backlog seen per interface index.
-type Sampled = (Vec<QdiscStats>, BTreeMap<u32, u64>);
-
-/// Peak backlog per interface index, sampled on a thread inside the switch namespace.
+/// The switch's output ports, sampled on a thread inside the switch namespace: drops and frames
+/// at the end, peak backlog every [`SAMPLE_INTERVAL`].
 struct Sampler {
     stop: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<anyhow::Result<Sampled>>,
+    thread: std::thread::JoinHandle<anyhow::Result<Vec<PortStats>>>,
 }
 
 impl Sampler {
-    fn start(switch_ns: String) -> anyhow::Result<Sampler> {
+    /// Starts sampling the bridge ports named `ports` (`sw->NAME` in the report).
+    fn start(switch_ns: String, ports: Vec<String>) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
             netns::within(&switch_ns, || {
+                let index: Vec<u32> = ports.iter().map(|p| ifindex(p)).collect();
                 let mut reader = QdiscReader::open().context("cannot open rtnetlink")?;
                 let _ = ready_tx.send(());
-                let mut peak: BTreeMap<u32, u64> = BTreeMap::new();
+                let mut peak = vec![0u64; ports.len()];
                 loop {
                     let done = flag.load(Ordering::Relaxed);
                     let now = reader.root_qdiscs().context("cannot read the switch's qdiscs")?;
-                    for q in &now {
-                        let p = peak.entry(q.ifindex).or_default();
-                        *p = (*p).max(q.backlog_bytes);
+                    let of = |ix: u32| now.iter().find(|q| q.ifindex == ix).cloned().unwrap_or_default();
+                    for (p, &ix) in peak.iter_mut().zip(&index) {
+                        *p = (*p).max(of(ix).backlog_bytes);
                     }
                     if done {
-                        return Ok((now, peak));
+                        return Ok(ports
+                            .iter()
+                            .zip(&index)
+                            .zip(&peak)
+                            .map(|((name, &ix), &peak_bytes)| {
+                                let q = of(ix);
+                                PortStats { name: format!("sw->{name}"), drops: q.drops, peak_bytes, frames: q.packets }
+                            })
+                            .collect());
                     }
                     std::thread::sleep(SAMPLE_INTERVAL);
                 }
             })
         });
         let _ = ready_rx.recv_timeout(Duration::from_secs(5));
-        Ok(Sampler { stop, thread })
+        Sampler { stop, thread }
     }
 
-    fn stop(self) -> anyhow::Result<Sampled> {
+    fn stop(self) -> anyhow::Result<Vec<PortStats>> {
         self.stop.store(true, Ordering::Relaxed);
         self.thread.join().unwrap_or_else(|_| anyhow::bail!("the queue sampler panicked"))
     }
 }
 
-/// Interface indices of `names` in the calling thread's namespace.
+/// Index of interface `name` in the calling thread's namespace (0 if there is none).
 fn ifindex(name: &str) -> u32 {
     let Ok(c) = std::ffi::CString::new(name) else { return 0 };
     // SAFETY: a valid NUL-terminated name.
     unsafe { libc::if_nametoindex(c.as_ptr()) }
 }
 
-/// Per switch output port (`sw->r3`) and per host's own egress (`r3->sw`): drops, peak
-/// backlog (sampled every [`SAMPLE_INTERVAL`] at the switch; not sampled at hosts) and frames.
-fn switch_stats(
-    plan: &TestbedPlan,
-    (last, peak): (Vec<QdiscStats>, BTreeMap<u32, u64>),
-) -> anyhow::Result<SwitchStats> {
-    let shorts: Vec<String> = plan.hosts.iter().map(|h| h.short.clone()).collect();
-    let index = netns::within(&plan.switch_ns, || Ok(shorts.iter().map(|s| ifindex(s)).collect::<Vec<u32>>()))?;
-    let mut stats = SwitchStats::default();
-    for (h, ix) in plan.hosts.iter().zip(index) {
-        let q = last.iter().find(|q| q.ifindex == ix).cloned().unwrap_or_default();
-        stats.ports.push(PortStats {
-            name: format!("sw->{}", h.short),
-            drops: q.drops,
-            peak_bytes: peak.get(&ix).copied().unwrap_or(0),
-            frames: q.packets,
-        });
-    }
-    for h in &plan.hosts {
-        let q = netns::within(&h.ns, || {
-            let ix = ifindex("eth0");
-            let all = QdiscReader::open()?.root_qdiscs()?;
-            Ok(all.into_iter().find(|q| q.ifindex == ix).unwrap_or_default())
-        })?;
-        stats.ports.push(PortStats {
-            name: format!("{}->sw", h.short),
-            drops: q.drops,
-            peak_bytes: 0,
-            frames: q.packets,
-        });
-    }
-    stats.drops = stats.ports.iter().map(|p| p.drops).sum();
-    Ok(stats)
-}
-
-/// Every host's TCP counters.
-fn host_stats(plan: &TestbedPlan) -> anyhow::Result<Vec<HostStats>> {
+/// Every host's own egress port (`r3->sw`: drops and frames; its backlog is not sampled) and
+/// TCP counters, read in one visit to its namespace.
+fn host_stats(plan: &TestbedPlan) -> anyhow::Result<(Vec<PortStats>, Vec<HostStats>)> {
     plan.hosts
         .iter()
         .map(|h| {
-            let c = netns::within(&h.ns, netns::counters)?;
+            let (q, c) = netns::within(&h.ns, || {
+                let ix = ifindex("eth0");
+                let q = QdiscReader::open()?.root_qdiscs()?.into_iter().find(|q| q.ifindex == ix).unwrap_or_default();
+                Ok((q, netns::counters()?))
+            })?;
+            let port = PortStats { name: format!("{}->sw", h.short), drops: q.drops, peak_bytes: 0, frames: q.packets };
             let get = |k: &str| c.get(k).copied().unwrap_or(0);
             // Linux counts every retransmission timeout in TCPTimeouts (TCPSackRecoveryFail,
             // TCPLossFailures and the like break the same timeouts down by connection state).
             let timeouts = get("TcpExtTCPTimeouts");
-            Ok(HostStats {
+            let stats = HostStats {
                 host: h.short.clone(),
                 tcp: TcpCounters {
                     retransmits: get("TcpRetransSegs"),
@@ -204,7 +180,9 @@ fn host_stats(plan: &TestbedPlan) -> anyhow::Result<Vec<HostStats>> {
                     loss_probes: get("TcpExtTCPLossProbes"),
                 },
                 counters: c.into_iter().filter(|(k, v)| *v > 0 && k.starts_with("Tcp")).collect(),
-            })
+            };
+            Ok((port, stats))
         })
-        .collect()
+        .collect::<anyhow::Result<Vec<_>>>()
+        .map(|v| v.into_iter().unzip())
 }
