@@ -223,7 +223,7 @@ impl World<'_> {
                     e.wakeup = Nanos::MAX;
                 }
                 e.rcv.on_timer(now);
-                e.snd.on_rto(now);
+                e.snd.on_timer(now);
                 self.pump(c, s);
             }
             Ev::ReadoutWake { readout } => self.drain_readout(readout),
@@ -365,10 +365,8 @@ impl World<'_> {
     fn emit(&mut self, c: usize, side: usize, start: u64, end: u64, retransmit: bool) {
         let conn = &mut self.conns[c];
         let ep = &mut conn.ep[side];
-        let (ack, blocks) = ep.rcv.ack_fields();
         let mut sack = [(0u64, 0u64); 3];
-        sack[..blocks.len()].copy_from_slice(blocks);
-        let nsack = blocks.len();
+        let (ack, nsack) = ep.rcv.ack_fields(&mut sack);
         ep.rcv.on_ack_sent();
         let node = c as u32 / self.readout_units;
         let readout = c as u32 % self.readout_units;
@@ -472,6 +470,7 @@ impl World<'_> {
                 tcp.retransmits += ep.snd.retransmits;
                 tcp.timeouts += ep.snd.timeouts;
                 tcp.fast_recoveries += ep.snd.fast_recoveries;
+                tcp.loss_probes += ep.snd.loss_probes;
             }
         }
         let ports: Vec<PortStats> = self

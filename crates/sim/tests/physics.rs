@@ -98,21 +98,52 @@ fn newreno_repairs_several_drops_in_one_window_with_partial_acks() {
 
 #[test]
 fn losing_the_last_segment_of_a_message_costs_about_one_minimum_rto() {
-    // (segments, expected extra ms): with an even number of segments before the lost one the
-    // receiver ACKs at once and the timer fires one RTO (SRTT + 200 ms) later; with an odd
-    // number the last ACK waits for the 40 ms delayed-ACK timer, and since every ACK restarts
-    // the retransmission timer (RFC 6298 5.3, Linux tcp_rearm_rto) the timeout comes 40 ms later;
-    // that delayed ACK is also an RTT sample, which lifts SRTT (and the RTO) by about 5 ms.
-    for (segments, lo, hi) in [(21u64, 199.0, 202.0), (20, 239.0, 247.0)] {
-        let s = one_flow(segments * 1448, 2, "", 1500);
+    // Without tail-loss probes, (segments, expected extra ms): with an even number of segments
+    // before the lost one the receiver ACKs at once and the timer fires one RTO (SRTT + 200 ms)
+    // later; with an odd number the last ACK waits for the 40 ms delayed-ACK timer, and since
+    // every ACK restarts the retransmission timer (RFC 6298 5.3, Linux tcp_rearm_rto) the
+    // timeout comes 40 ms later; that delayed ACK is also an RTT sample, which lifts SRTT (and
+    // the RTO) by about 5 ms.
+    // With probes (the default), a single segment out is probed after 2·SRTT + 200 ms capped at
+    // the RTO, so at the same moment; but while the delayed ACK is pending two segments are
+    // out, and Linux probes after 2·SRTT + 2 ms.
+    for (tlp, segments, lo, hi) in
+        [(false, 21u64, 199.0, 202.0), (false, 20, 239.0, 247.0), (true, 21, 199.0, 202.0), (true, 20, 2.0, 3.0)]
+    {
+        let s = one_flow(segments * 1448, 2, &format!("tail_loss_probe = {tlp}"), 1500);
         let clean = run(&s, vec![]);
         let out = run(&s, vec![DropRule { readout: 0, node: 0, data_segment: segments - 1 }]);
-        assert_eq!(out.report.tcp.timeouts, 1, "{segments} segments");
-        assert_eq!(out.report.tcp.retransmits, 1, "{segments} segments");
+        let t = &out.report.tcp;
+        let what = format!("{segments} segments, tlp={tlp}");
+        assert_eq!((t.timeouts, t.loss_probes), if tlp { (0, 1) } else { (1, 0) }, "{what}");
+        assert_eq!(t.retransmits, 1, "{what}");
         let extra = latency_ms(&out, 0) - latency_ms(&clean, 0);
-        assert!((lo..=hi).contains(&extra), "{segments} segments: tail loss cost {extra:.3} ms");
+        assert!((lo..=hi).contains(&extra), "{what}: tail loss cost {extra:.3} ms");
         // The next message on the connection is not delayed by a second timeout.
-        assert!(latency_ms(&out, 1) < 3.0 * latency_ms(&clean, 1));
+        assert!(latency_ms(&out, 1) < 3.0 * latency_ms(&clean, 1), "{what}");
+    }
+}
+
+#[test]
+fn a_tail_loss_probe_repairs_a_lost_tail_of_several_segments_in_a_few_rtts() {
+    // The last three segments of a 100-segment message are lost. Without a probe only the
+    // retransmission timer can repair them (≥ 200 ms); with one, the probe (the last segment
+    // again, 2·SRTT + 2 ms after the last ACK) is SACKed, RACK marks the two before it lost, and
+    // fast recovery resends them (Linux, RFC 8985).
+    for tlp in [false, true] {
+        let s = one_flow(100 * 1448, 1, &format!("tail_loss_probe = {tlp}"), 1500);
+        let clean = run(&s, vec![]);
+        let drops = [97, 98, 99].map(|k| DropRule { readout: 0, node: 0, data_segment: k }).to_vec();
+        let out = run(&s, drops);
+        let t = &out.report.tcp;
+        let extra = latency_ms(&out, 0) - latency_ms(&clean, 0);
+        if tlp {
+            assert_eq!((t.timeouts, t.loss_probes, t.fast_recoveries, t.retransmits), (0, 1, 1, 3), "{t:?}");
+            assert!(extra < 10.0, "probe and recovery cost {extra:.3} ms");
+        } else {
+            assert_eq!((t.timeouts, t.loss_probes), (1, 0), "{t:?}");
+            assert!(extra >= 199.0, "a timeout: {extra:.3} ms");
+        }
     }
 }
 
@@ -132,7 +163,7 @@ fn delayed_acks_never_fire_a_timeout_on_a_lossless_path() {
 fn window_state_persists_across_events_on_a_connection() {
     // After an RTO the window restarts at 1 segment; the next message on the same connection
     // starts from the reduced window, so it takes longer than on a fresh connection.
-    let s = one_flow(100 * 1448, 2, "", 1500);
+    let s = one_flow(100 * 1448, 2, "tail_loss_probe = false", 1500);
     let clean = run(&s, vec![]);
     let out = run(&s, vec![DropRule { readout: 0, node: 0, data_segment: 99 }]);
     assert_eq!(out.report.tcp.timeouts, 1);

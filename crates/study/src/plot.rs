@@ -528,12 +528,14 @@ where
         }
         Data::Lines(groups) => {
             let markers = spec.kind != Kind::Hist;
+            let floor = c.y_range().start;
             for (k, (name, pts)) in groups.iter().enumerate() {
                 let color = COLORS[k % COLORS.len()];
-                // A point a log axis cannot show (an empty histogram bin) breaks the line
-                // rather than being bridged by a misleading slope.
+                // A point a log axis cannot show breaks the line rather than being bridged by a
+                // misleading slope; an empty histogram bin drops to the floor of the axis.
                 let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
                 for &(x, y) in pts {
+                    let y = if spec.kind == Kind::Hist && spec.log_y && y <= 0.0 { floor } else { y };
                     if (!spec.log_x || x > 0.0) && (!spec.log_y || y > 0.0) {
                         runs.last_mut().expect("non-empty").push((x, y));
                     } else if !runs.last().expect("non-empty").is_empty() {

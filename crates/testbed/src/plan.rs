@@ -90,6 +90,10 @@ pub struct TestbedPlan {
     pub slow_start_after_idle: bool,
     /// `net.ipv4.tcp_reordering`: duplicate ACKs that mark a loss.
     pub dupack_threshold: u32,
+    /// `net.ipv4.tcp_recovery = 1`: RACK loss detection.
+    pub rack: bool,
+    /// `net.ipv4.tcp_early_retrans = 3` (else 0): tail-loss probes.
+    pub tail_loss_probe: bool,
     /// CPUs of this machine (receive packet steering spreads flows over all of them).
     pub cpus: u32,
 }
@@ -241,6 +245,8 @@ impl TestbedPlan {
             sack: n.tcp.sack,
             slow_start_after_idle: n.tcp.slow_start_after_idle,
             dupack_threshold: n.tcp.dupack_threshold,
+            rack: n.tcp.rack,
+            tail_loss_probe: n.tcp.tail_loss_probe,
             cpus: std::thread::available_parallelism().map_or(1, |c| c.get() as u32),
         })
     }
@@ -305,6 +311,8 @@ impl TestbedPlan {
                 ("net.ipv4.tcp_sack", u8::from(self.sack).to_string()),
                 ("net.ipv4.tcp_slow_start_after_idle", u8::from(self.slow_start_after_idle).to_string()),
                 ("net.ipv4.tcp_reordering", self.dupack_threshold.to_string()),
+                ("net.ipv4.tcp_recovery", u8::from(self.rack).to_string()),
+                ("net.ipv4.tcp_early_retrans", if self.tail_loss_probe { "3" } else { "0" }.into()),
                 // Every run starts cold: no RTT or window remembered from an earlier connection.
                 ("net.ipv4.tcp_no_metrics_save", "1".into()),
             ];

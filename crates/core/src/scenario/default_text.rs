@@ -70,6 +70,8 @@ delayed_ack_ns = 40000000        # capped at min_rto_ns / 2
 quickack_segments = 16
 limited_transmit = true
 slow_start_after_idle = true
+rack = true                      # RACK loss detection, also of lost retransmissions (needs sack)
+tail_loss_probe = true           # probe a silent tail after 2 SRTT instead of waiting for the RTO
 
 [run]
 events = 2000                # measured events

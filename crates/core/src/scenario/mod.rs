@@ -309,6 +309,16 @@ pub struct TcpConfig {
     /// Restart from at most the initial window after an idle period longer than the RTO
     /// (Linux `tcp_slow_start_after_idle`, default on).
     pub slow_start_after_idle: bool,
+    /// RACK loss detection (RFC 8985, Linux `tcp_recovery = 1`, default on): a segment is lost
+    /// once a segment sent after it has been delivered and a reordering window has passed; it
+    /// also detects lost retransmissions. Off, or with `sack = false` (as in Linux), segments are
+    /// marked lost by the duplicate-ACK threshold.
+    pub rack: bool,
+    /// Tail-loss probe (RFC 8985, Linux `tcp_early_retrans = 3`, default on): with no ACK for
+    /// 2·SRTT + 2 ms (2·SRTT + 200 ms when a single segment is out, as Linux), but never later
+    /// than the RTO, send new data or resend the last segment so that a lost tail is repaired
+    /// by SACK recovery instead of a timeout. Ignored with `sack = false`, as in Linux.
+    pub tail_loss_probe: bool,
 }
 
 /// `[run]`: what to run.
@@ -346,7 +356,8 @@ pub struct Deploy {
     pub startup_timeout_ms: u64,
     /// Every connection carries a heartbeat frame at least this often, in ms.
     pub heartbeat_ms: u64,
-    /// A peer silent for this long (no data, no heartbeat) is declared hung, in ms.
+    /// A peer silent for this long (no data, no heartbeat) is declared hung, in ms. Under heavy
+    /// incast, TCP back-off alone can silence a connection for seconds: raise it for such runs.
     pub peer_timeout_ms: u64,
     /// Largest frame accepted on any connection, in bytes; a bigger one closes the connection.
     #[serde(deserialize_with = "de_bytes")]
@@ -476,6 +487,8 @@ impl Default for TcpConfig {
             quickack_segments: 16,
             limited_transmit: true,
             slow_start_after_idle: true,
+            rack: true,
+            tail_loss_probe: true,
         }
     }
 }

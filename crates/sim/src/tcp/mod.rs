@@ -3,18 +3,21 @@
 //! * [`Sender`]: a segment scoreboard in the style of Linux (`packets_out`, `sacked_out`,
 //!   `lost_out`, `retrans_out`), slow start from the initial window with per-packet counting,
 //!   congestion avoidance ([`cc`]: Reno, CUBIC or a static window), fast retransmit on the
-//!   duplicate-ACK threshold with NewReno partial-ACK recovery (RFC 6582) or SACK-based loss
-//!   marking (RFC 6675), proportional rate reduction during recovery (RFC 6937, as Linux),
+//!   duplicate-ACK threshold with NewReno partial-ACK recovery (RFC 6582) or, with SACK, RACK
+//!   loss detection ([`rack`], RFC 8985; RFC 6675's threshold when RACK is off), tail-loss
+//!   probes (RFC 8985), proportional rate reduction during recovery (RFC 6937, as Linux),
 //!   limited transmit (RFC 3042), and the retransmission timer of RFC 6298 ([`rtt`]) with
-//!   Karn's rule and exponential back-off.
-//! * [`Receiver`]: cumulative ACKs, SACK blocks (most recent first), delayed ACKs (every second
-//!   full segment or a timer), immediate ACKs for out-of-order data and for filled holes, and
-//!   Linux's quick-ACK mode.
+//!   exponential back-off. RTT samples follow Linux with timestamps on: Karn's rule for ACK
+//!   timing, the timestamp echo when retransmitted data is acknowledged.
+//! * [`Receiver`]: cumulative ACKs, SACK blocks (most recent first) and D-SACK (RFC 2883),
+//!   delayed ACKs (every second full segment or a timer), immediate ACKs for out-of-order data
+//!   and for filled holes, and Linux's quick-ACK mode.
 //!
 //! Both halves are plain state machines: they take the time as an argument and never schedule
 //! anything themselves; the simulator asks them for their next deadline.
 
 pub mod cc;
+pub mod rack;
 mod receiver;
 pub mod rtt;
 mod sender;
@@ -56,6 +59,10 @@ pub struct TcpParams {
     pub limited_transmit: bool,
     /// Slow start after idle on.
     pub slow_start_after_idle: bool,
+    /// RACK loss detection on (only with SACK).
+    pub rack: bool,
+    /// Tail-loss probes on (only with SACK).
+    pub tail_loss_probe: bool,
 }
 
 impl TcpParams {
@@ -76,6 +83,8 @@ impl TcpParams {
             quickack: c.quickack_segments,
             limited_transmit: c.limited_transmit,
             slow_start_after_idle: c.slow_start_after_idle,
+            rack: c.rack && c.sack,
+            tail_loss_probe: c.tail_loss_probe && c.sack,
         }
     }
 }
@@ -98,9 +107,9 @@ impl Endpoint {
         Endpoint { snd: Sender::new(p), rcv: Receiver::new(p), wakeup: Nanos::MAX }
     }
 
-    /// The earliest pending deadline (retransmission or delayed-ACK timer).
+    /// The earliest pending deadline (sender timer or delayed-ACK timer).
     pub fn next_deadline(&self) -> Option<Nanos> {
-        match (self.snd.rto_deadline(), self.rcv.delack_deadline()) {
+        match (self.snd.timer_deadline(), self.rcv.delack_deadline()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }

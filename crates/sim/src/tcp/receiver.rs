@@ -23,6 +23,8 @@ pub struct Receiver {
     ooo: Vec<(u64, u64)>,
     /// SACK blocks to report, most recently changed first (RFC 2018).
     recent: Vec<(u64, u64)>,
+    /// A duplicate segment to report in the next ACK's first block (D-SACK, RFC 2883).
+    dsack: Option<(u64, u64)>,
     /// `rcv_nxt` when the last ACK was sent.
     rcv_wup: u64,
     urgency: AckUrgency,
@@ -42,6 +44,7 @@ impl Receiver {
             rcv_nxt: 0,
             ooo: Vec::new(),
             recent: Vec::new(),
+            dsack: None,
             rcv_wup: 0,
             urgency: AckUrgency::None,
             delack_deadline: None,
@@ -59,15 +62,27 @@ impl Receiver {
         self.rcv_nxt
     }
 
-    /// What the ACK must carry: cumulative ACK and up to three SACK blocks.
-    pub fn ack_fields(&self) -> (u64, &[(u64, u64)]) {
-        let n = if self.sack { self.recent.len().min(3) } else { 0 };
-        (self.rcv_nxt, &self.recent[..n])
+    /// What the ACK must carry: the cumulative ACK, and up to three SACK blocks (a D-SACK
+    /// block first) in `blocks`, of which it returns how many are used.
+    pub fn ack_fields(&self, blocks: &mut [(u64, u64); 3]) -> (u64, usize) {
+        if !self.sack {
+            return (self.rcv_nxt, 0);
+        }
+        let mut n = 0;
+        for &b in self.dsack.iter().chain(&self.recent).take(3) {
+            blocks[n] = b;
+            n += 1;
+        }
+        (self.rcv_nxt, n)
     }
 
     /// SACK blocks the next segment will carry.
     pub fn sack_blocks(&self) -> usize {
-        self.ack_fields().1.len()
+        if self.sack {
+            (usize::from(self.dsack.is_some()) + self.recent.len()).min(3)
+        } else {
+            0
+        }
     }
 
     /// How urgently an ACK is needed.
@@ -82,8 +97,10 @@ impl Receiver {
 
     /// A segment carrying `[start, end)` arrived at `now`.
     pub fn on_segment(&mut self, now: Nanos, start: u64, end: u64) {
-        if end <= self.rcv_nxt {
-            // A retransmission of data we have: acknowledge at once (Linux forces an ACK).
+        if end <= self.rcv_nxt || self.ooo.iter().any(|&(s, e)| s <= start && end <= e) {
+            // A retransmission of data we have: acknowledge at once (Linux forces an ACK) and
+            // report the duplicate.
+            self.dsack = Some((start, end));
             self.ack_now_quick();
             return;
         }
@@ -144,6 +161,7 @@ impl Receiver {
     /// An ACK (pure or on a data segment) carrying [`Receiver::ack_fields`] was sent.
     pub fn on_ack_sent(&mut self) {
         self.rcv_wup = self.rcv_nxt;
+        self.dsack = None;
         self.urgency = AckUrgency::None;
         self.delack_deadline = None;
     }
@@ -174,6 +192,28 @@ impl Receiver {
 mod tests {
     use super::*;
     use daqnet_core::scenario::TcpConfig;
+
+    fn fields(r: &Receiver) -> (u64, Vec<(u64, u64)>) {
+        let mut b = [(0, 0); 3];
+        let (ack, n) = r.ack_fields(&mut b);
+        assert_eq!(n, r.sack_blocks());
+        (ack, b[..n].to_vec())
+    }
+
+    #[test]
+    fn a_duplicate_segment_is_reported_first_as_a_dsack_once() {
+        let mut r = rx(0);
+        r.on_segment(0, 0, 1000);
+        r.on_segment(1, 2000, 3000);
+        r.on_ack_sent();
+        r.on_segment(2, 0, 1000);
+        assert_eq!(r.urgency(), AckUrgency::Now);
+        assert_eq!(fields(&r), (1000, vec![(0, 1000), (2000, 3000)]), "below the ACK: a D-SACK");
+        r.on_ack_sent();
+        assert_eq!(fields(&r), (1000, vec![(2000, 3000)]), "reported once");
+        r.on_segment(3, 2000, 3000);
+        assert_eq!(fields(&r), (1000, vec![(2000, 3000), (2000, 3000)]), "inside a SACK block: a D-SACK");
+    }
 
     fn rx(quick: u32) -> Receiver {
         let c = TcpConfig { quickack_segments: quick, ..Default::default() };
@@ -207,17 +247,17 @@ mod tests {
         r.on_ack_sent();
         r.on_segment(1, 2000, 3000);
         assert_eq!(r.urgency(), AckUrgency::Now);
-        assert_eq!(r.ack_fields(), (1000, &[(2000, 3000)][..]));
+        assert_eq!(fields(&r), (1000, vec![(2000, 3000)]));
         r.on_ack_sent();
         r.on_segment(2, 4000, 5000);
         r.on_segment(3, 3000, 4000);
-        assert_eq!(r.ack_fields(), (1000, &[(2000, 5000)][..]), "adjacent blocks merge");
+        assert_eq!(fields(&r), (1000, vec![(2000, 5000)]), "adjacent blocks merge");
         r.on_segment(4, 6000, 7000);
-        assert_eq!(r.ack_fields(), (1000, &[(6000, 7000), (2000, 5000)][..]));
+        assert_eq!(fields(&r), (1000, vec![(6000, 7000), (2000, 5000)]));
         r.on_ack_sent();
         r.on_segment(5, 1000, 2000);
         assert_eq!(r.urgency(), AckUrgency::Now, "filling the hole is acknowledged at once");
-        assert_eq!(r.ack_fields(), (5000, &[(6000, 7000)][..]));
+        assert_eq!(fields(&r), (5000, vec![(6000, 7000)]));
     }
 
     #[test]

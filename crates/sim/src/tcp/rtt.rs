@@ -2,9 +2,9 @@
 //!
 //! SRTT and RTTVAR follow RFC 6298 (α = 1/8, β = 1/4). The timeout is computed as Linux does:
 //! `RTO = SRTT + max(min_rto, 4·RTTVAR)` (Linux keeps `rttvar ≥ rto_min`), so a sub-millisecond
-//! RTT gives an RTO of min_rto + SRTT. Karn's rule (no samples from retransmitted segments) is
-//! the caller's: it only passes samples from segments sent once. Each timeout doubles the RTO up
-//! to `max_rto`; a fresh valid sample clears the back-off.
+//! RTT gives an RTO of min_rto + SRTT. Which samples are valid (Karn's rule, timestamps) is the
+//! caller's choice. Each timeout doubles the RTO up to `max_rto`; a fresh valid sample clears the
+//! back-off, as in Linux.
 
 use daqnet_core::Nanos;
 
@@ -25,7 +25,7 @@ impl RttEstimator {
         RttEstimator { srtt: None, rttvar: 0.0, min_rto, max_rto, base_rto: initial_rto, backoff: 0 }
     }
 
-    /// Takes an RTT sample (ns) from a segment that was sent exactly once.
+    /// Takes a valid RTT sample (ns).
     pub fn sample(&mut self, rtt: Nanos) {
         let r = rtt as f64;
         match self.srtt {

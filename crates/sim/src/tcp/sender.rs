@@ -6,8 +6,13 @@
 //! in flight, `packets_out − sacked_out − lost_out + retrans_out`, which the congestion window
 //! limits. Without SACK, each duplicate ACK counts as one "SACKed" packet (Linux's Reno
 //! emulation), which yields limited transmit and NewReno recovery from the same code.
+//!
+//! With SACK, losses are found as Linux finds them by default: by RACK ([`super::rack`]), and
+//! a silent tail is probed (TLP) before the retransmission timer would fire. One timer serves
+//! all three purposes, like Linux's `icsk_pending`.
 
 use super::cc::Controller;
+use super::rack::Rack;
 use super::rtt::RttEstimator;
 use super::TcpParams;
 use daqnet_core::Nanos;
@@ -17,6 +22,23 @@ const SACKED: u8 = 1;
 const LOST: u8 = 2;
 const RETRANS: u8 = 4;
 const EVER_RETRANS: u8 = 8;
+
+/// Linux `TCP_TIMEOUT_MIN` (2 jiffies at HZ = 1000), ns: slack on the probe and reorder timers.
+const TIMER_SLACK_NS: Nanos = 2_000_000;
+/// Linux `TCP_RTO_MIN`, ns: the probe waits this much longer when a single segment is out (a
+/// delayed ACK may be all that is missing). A constant in Linux, whatever the route's `rto_min`.
+const PROBE_SINGLE_SEGMENT_NS: Nanos = 200_000_000;
+
+/// What the sender's timer is armed for (Linux `icsk_pending`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Timer {
+    /// Retransmission timeout.
+    Retransmit,
+    /// Tail-loss probe.
+    LossProbe,
+    /// RACK reordering window of a segment not yet declared lost.
+    Reorder,
+}
 
 #[derive(Debug, Clone, Copy)]
 struct Seg {
@@ -58,6 +80,8 @@ pub struct Sender {
     dupthresh: u32,
     limited_transmit: bool,
     slow_start_after_idle: bool,
+    rack_on: bool,
+    tlp_on: bool,
     write_seq: u64,
     snd_una: u64,
     snd_nxt: u64,
@@ -79,7 +103,16 @@ pub struct Sender {
     max_packets_out: u32,
     cwnd_usage_seq: u64,
     rtt: RttEstimator,
-    rto_deadline: Option<Nanos>,
+    rack: Rack,
+    timer: Option<(Nanos, Timer)>,
+    /// `snd_nxt` when a loss probe went out, until the probe is resolved.
+    tlp_high_seq: Option<u64>,
+    /// The outstanding probe resent the last segment (rather than sending new data).
+    tlp_retrans: bool,
+    /// The probe timer fired: the next `transmit` sends the probe.
+    probe_due: bool,
+    /// Segments in the queue that were ever retransmitted.
+    ever_retrans_out: u32,
     lsndtime: Nanos,
     /// Segments retransmitted.
     pub retransmits: u64,
@@ -87,6 +120,8 @@ pub struct Sender {
     pub timeouts: u64,
     /// Fast recoveries entered.
     pub fast_recoveries: u64,
+    /// Tail-loss probes sent.
+    pub loss_probes: u64,
 }
 
 impl Sender {
@@ -100,6 +135,8 @@ impl Sender {
             dupthresh: p.dupthresh,
             limited_transmit: p.limited_transmit,
             slow_start_after_idle: p.slow_start_after_idle,
+            rack_on: p.rack,
+            tlp_on: p.tail_loss_probe,
             write_seq: 0,
             snd_una: 0,
             snd_nxt: 0,
@@ -121,11 +158,17 @@ impl Sender {
             max_packets_out: 0,
             cwnd_usage_seq: 0,
             rtt: RttEstimator::new(p.initial_rto_ns, p.min_rto_ns, p.max_rto_ns),
-            rto_deadline: None,
+            rack: Rack::default(),
+            timer: None,
+            tlp_high_seq: None,
+            tlp_retrans: false,
+            probe_due: false,
+            ever_retrans_out: 0,
             lsndtime: 0,
             retransmits: 0,
             timeouts: 0,
             fast_recoveries: 0,
+            loss_probes: 0,
         }
     }
 
@@ -133,6 +176,7 @@ impl Sender {
     pub fn seed_rtt(&mut self, rtt: Nanos) {
         self.rtt.sample(rtt);
         self.cc.on_rtt(rtt);
+        self.rack.on_rtt(rtt);
     }
 
     /// Congestion window, segments.
@@ -160,9 +204,9 @@ impl Sender {
         self.rtt.srtt()
     }
 
-    /// Deadline of the retransmission timer, if armed.
-    pub fn rto_deadline(&self) -> Option<Nanos> {
-        self.rto_deadline
+    /// Deadline of the timer (retransmission, loss probe or RACK reordering), if armed.
+    pub fn timer_deadline(&self) -> Option<Nanos> {
+        self.timer.map(|(d, _)| d)
     }
 
     /// Oldest unacknowledged sequence number.
@@ -207,7 +251,13 @@ impl Sender {
     /// most `mss_now` bytes. Appends to `out`.
     pub fn transmit(&mut self, now: Nanos, mss_now: u32, out: &mut Vec<Transmission>) {
         let before = out.len();
+        let prior_packets = self.packets_out;
+        if std::mem::take(&mut self.probe_due) {
+            self.send_loss_probe(now, mss_now, out);
+        }
         let mut cwnd_limited = false;
+        let mut sent_new = false;
+        let mut head_resent = false;
         loop {
             let has_lost = self.lost_out > self.retrans_out;
             let has_new = self.snd_nxt < self.write_seq;
@@ -224,31 +274,124 @@ impl Sender {
                     .iter_mut()
                     .find(|s| s.flags & (LOST | RETRANS) == LOST)
                     .expect("lost_out > retrans_out implies a lost segment not yet retransmitted");
+                if seg.flags & EVER_RETRANS == 0 {
+                    self.ever_retrans_out += 1;
+                }
                 seg.flags |= RETRANS | EVER_RETRANS;
                 seg.sent_at = now;
+                head_resent |= seg.start == self.snd_una;
                 self.retrans_out += 1;
                 self.retransmits += 1;
                 Transmission { start: seg.start, end: seg.end, retransmit: true }
             } else {
-                let len = (self.write_seq - self.snd_nxt).min(mss_now as u64);
-                let seg = Seg { start: self.snd_nxt, end: self.snd_nxt + len, sent_at: now, flags: 0 };
-                self.rtx.push_back(seg);
-                self.snd_nxt += len;
-                self.packets_out += 1;
-                Transmission { start: seg.start, end: seg.end, retransmit: false }
+                sent_new = true;
+                self.send_new(now, mss_now)
             };
             if self.state == CaState::Recovery {
                 self.prr_out += 1;
             }
             self.lsndtime = now;
-            if self.rto_deadline.is_none() {
-                self.rto_deadline = Some(now + self.rtt.rto());
-            }
             out.push(tx);
         }
         if out.len() > before {
             self.cwnd_validate(cwnd_limited);
         }
+        // Linux tcp_xmit_retransmit_queue: resending the head restarts the retransmission timer.
+        if head_resent && self.timer_kind() != Some(Timer::Reorder) {
+            self.rearm_rto(now);
+        }
+        // Linux tcp_event_new_data_sent, then tcp_schedule_loss_probe.
+        if sent_new {
+            if prior_packets == 0 || self.timer_kind() == Some(Timer::LossProbe) {
+                self.rearm_rto(now);
+            }
+            self.schedule_loss_probe(now, false);
+        }
+        if self.timer.is_none() && self.packets_out > 0 {
+            self.rearm_rto(now);
+        }
+    }
+
+    /// Puts the next segment of new data (at most `mss_now` bytes) in flight.
+    fn send_new(&mut self, now: Nanos, mss_now: u32) -> Transmission {
+        let len = (self.write_seq - self.snd_nxt).min(mss_now as u64);
+        let seg = Seg { start: self.snd_nxt, end: self.snd_nxt + len, sent_at: now, flags: 0 };
+        self.rtx.push_back(seg);
+        self.snd_nxt += len;
+        self.packets_out += 1;
+        Transmission { start: seg.start, end: seg.end, retransmit: false }
+    }
+
+    fn timer_kind(&self) -> Option<Timer> {
+        self.timer.map(|(_, k)| k)
+    }
+
+    /// Linux `tcp_rearm_rto`: the retransmission timer from now; when it replaces a probe or
+    /// reorder timer, it keeps counting from the head segment's last transmission.
+    fn rearm_rto(&mut self, now: Nanos) {
+        let rto = self.rtt.rto();
+        self.timer = match (self.rtx.front(), self.timer_kind()) {
+            (None, _) => None,
+            (Some(head), Some(Timer::LossProbe | Timer::Reorder)) => {
+                Some(((head.sent_at + rto).max(now + 1), Timer::Retransmit))
+            }
+            (Some(_), _) => Some((now + rto, Timer::Retransmit)),
+        };
+    }
+
+    /// Linux `tcp_schedule_loss_probe`: in the open state, probe after 2·SRTT (+ 200 ms with a
+    /// single segment out, else + 2 ms), but never later than the retransmission timer would
+    /// fire. `advancing_rto`: the RTO is being restarted now (an ACK advanced `snd_una`).
+    fn schedule_loss_probe(&mut self, now: Nanos, advancing_rto: bool) -> bool {
+        if !self.tlp_on || self.packets_out == 0 || self.state != CaState::Open {
+            return false;
+        }
+        let rto = self.rtt.rto();
+        let mut timeout = match self.rtt.srtt() {
+            Some(srtt) => 2 * srtt + if self.packets_out == 1 { PROBE_SINGLE_SEGMENT_NS } else { TIMER_SLACK_NS },
+            None => rto,
+        };
+        let rto_delta = if advancing_rto {
+            rto as i64
+        } else {
+            let head = self.rtx.front().expect("packets out");
+            (head.sent_at + rto) as i64 - now as i64
+        };
+        if rto_delta > 0 {
+            timeout = timeout.min(rto_delta as Nanos);
+        }
+        self.timer = Some((now + timeout, Timer::LossProbe));
+        true
+    }
+
+    /// Linux `tcp_send_loss_probe`: one segment of new data if any is waiting (whatever the
+    /// window), else the last segment again; then the retransmission timer. At most one probe
+    /// is outstanding.
+    fn send_loss_probe(&mut self, now: Nanos, mss_now: u32, out: &mut Vec<Transmission>) {
+        if self.tlp_high_seq.is_some() || self.packets_out == 0 {
+            self.timer = Some((now, Timer::LossProbe));
+            self.rearm_rto(now);
+            return;
+        }
+        if self.snd_nxt < self.write_seq {
+            let tx = self.send_new(now, mss_now);
+            out.push(tx);
+            self.tlp_retrans = false;
+        } else {
+            let seg = self.rtx.back_mut().expect("packets out");
+            if seg.flags & EVER_RETRANS == 0 {
+                self.ever_retrans_out += 1;
+            }
+            seg.flags |= EVER_RETRANS;
+            seg.sent_at = now;
+            self.retransmits += 1;
+            self.tlp_retrans = true;
+            out.push(Transmission { start: seg.start, end: seg.end, retransmit: true });
+        }
+        self.tlp_high_seq = Some(self.snd_nxt);
+        self.loss_probes += 1;
+        self.lsndtime = now;
+        self.timer = Some((now + self.rtt.rto(), Timer::Retransmit));
     }
 
     /// Linux `tcp_cwnd_validate`: remember whether the window, not the application, limited the
@@ -268,22 +411,28 @@ impl Sender {
         self.is_cwnd_limited || (self.cwnd < self.ssthresh && self.cwnd < 2 * self.max_packets_out)
     }
 
-    /// An acknowledgement arrived at `now`: cumulative `ack`, `sacks` blocks, and whether the
-    /// segment also carried data (then it is not a duplicate ACK).
+    /// An acknowledgement arrived at `now`: cumulative `ack`, `sacks` blocks (a first block
+    /// below `ack` or inside another block is a D-SACK, RFC 2883), and whether the segment also
+    /// carried data (then it is not a duplicate ACK).
     pub fn on_ack(&mut self, now: Nanos, ack: u64, sacks: &[(u64, u64)], carries_data: bool) {
         if ack > self.snd_nxt || ack < self.snd_una {
             return;
         }
         let prior_una = self.snd_una;
         let lost_before = self.lost_out;
+        let dsack = self.sack
+            && sacks.first().is_some_and(|&(s, e)| e <= ack || sacks[1..].iter().any(|&(s2, e2)| s2 <= s && e <= e2));
         let mut newly_sacked = 0;
+        // Earliest send time of newly SACKed segments sent once (Linux `first_sackt`).
+        let mut first_sackt = None;
         if self.sack {
             for &(s, e) in sacks {
-                newly_sacked += self.mark_sacked(s, e);
+                newly_sacked += self.mark_sacked(now, s, e, &mut first_sackt);
             }
         }
         let mut acked = 0u32;
-        let mut first_sent = None;
+        let mut first_ackt = None;
+        let mut last_sent = 0;
         let mut retrans_acked = false;
         while let Some(seg) = self.rtx.front() {
             if seg.end > ack {
@@ -291,7 +440,8 @@ impl Sender {
             }
             let seg = self.rtx.pop_front().expect("front exists");
             self.packets_out -= 1;
-            if seg.flags & SACKED != 0 && self.sack {
+            let was_sacked = seg.flags & SACKED != 0 && self.sack;
+            if was_sacked {
                 self.sacked_out -= 1;
             }
             if seg.flags & LOST != 0 {
@@ -300,11 +450,17 @@ impl Sender {
             if seg.flags & RETRANS != 0 {
                 self.retrans_out -= 1;
             }
-            if seg.flags & EVER_RETRANS != 0 {
+            let ever_retrans = seg.flags & EVER_RETRANS != 0;
+            if ever_retrans {
+                self.ever_retrans_out -= 1;
                 retrans_acked = true;
-            } else if first_sent.is_none() {
-                first_sent = Some(seg.sent_at);
+            } else if first_ackt.is_none() && !was_sacked {
+                first_ackt = Some(seg.sent_at);
             }
+            if !was_sacked {
+                self.rack.on_delivered(now, seg.sent_at, seg.end, ever_retrans);
+            }
+            last_sent = last_sent.max(seg.sent_at);
             acked += 1;
         }
         self.snd_una = ack;
@@ -320,20 +476,69 @@ impl Sender {
             }
             self.sacked_out = self.sacked_out.min(self.packets_out - self.lost_out);
         }
-        // Karn's rule: no sample when a retransmitted segment is among those acknowledged.
-        if let (Some(sent), false) = (first_sent, retrans_acked) {
-            let rtt = now - sent;
+        // Linux tcp_ack_update_rtt: a sample from segments sent once (Karn's rule), else from
+        // newly SACKed ones, else — timestamps are on — the echo of the segment that made the
+        // receiver ACK, which for a retransmission is the retransmission.
+        let sample = match (first_ackt, retrans_acked, first_sackt) {
+            (Some(sent), false, _) => Some(now - sent),
+            (_, _, Some(sent)) => Some(now - sent),
+            _ if una_advanced => Some(now - last_sent),
+            _ => None,
+        };
+        if let Some(rtt) = sample {
             self.rtt.sample(rtt);
             self.cc.on_rtt(rtt);
+            self.rack.on_rtt(rtt);
         }
-        if una_advanced {
-            self.rto_deadline = if self.packets_out > 0 { Some(now + self.rtt.rto()) } else { None };
+        self.process_tlp_ack(ack, dsack, una_advanced || carries_data || newly_sacked > 0);
+        let reorder_armed = self.process_loss_state(now, acked, acked + newly_sacked, una_advanced, lost_before);
+        // Linux tcp_set_xmit_timer (unless RACK just armed its reorder timer).
+        if una_advanced && !reorder_armed && !self.schedule_loss_probe(now, true) {
+            self.rearm_rto(now);
         }
-        self.process_loss_state(now, acked, acked + newly_sacked, una_advanced, lost_before);
     }
 
-    /// Linux `tcp_fastretrans_alert`, simplified to the parts that matter here.
-    fn process_loss_state(&mut self, now: Nanos, acked: u32, delivered: u32, una_advanced: bool, lost_before: u32) {
+    /// Linux `tcp_process_tlp_ack`: an ACK at or beyond the probe resolves it. A probe of new
+    /// data, or one the receiver reports as a duplicate (D-SACK), found no loss; an ACK beyond
+    /// it means the probe repaired a loss, and the window is reduced once (Linux's CWR).
+    fn process_tlp_ack(&mut self, ack: u64, dsack: bool, not_dup: bool) {
+        let Some(high) = self.tlp_high_seq else { return };
+        if ack < high {
+            return;
+        }
+        if !self.tlp_retrans || dsack || !not_dup {
+            self.tlp_high_seq = None;
+        } else if ack > high {
+            if !self.cc.is_static() {
+                self.ssthresh = self.cc.ssthresh_on_loss(self.cwnd);
+                self.cwnd = self.ssthresh;
+                self.cwnd_cnt = 0;
+            }
+            self.tlp_high_seq = None;
+        }
+    }
+
+    /// Linux `tcp_identify_packet_loss` for SACK connections: RACK, or the duplicate-ACK
+    /// threshold on SACKed segments. Returns whether the RACK reorder timer was armed.
+    fn detect_loss(&mut self, now: Nanos) -> bool {
+        if self.rack_on {
+            self.rack.take_advanced() && self.rack_mark_lost(now)
+        } else {
+            self.mark_lost_by_sack();
+            false
+        }
+    }
+
+    /// Linux `tcp_fastretrans_alert`, simplified to the parts that matter here. Returns whether
+    /// the RACK reorder timer was armed.
+    fn process_loss_state(
+        &mut self,
+        now: Nanos,
+        acked: u32,
+        delivered: u32,
+        una_advanced: bool,
+        lost_before: u32,
+    ) -> bool {
         if matches!(self.state, CaState::Recovery | CaState::Loss) && self.snd_una >= self.high_seq {
             if self.state == CaState::Recovery && !self.cc.is_static() {
                 self.cwnd = self.ssthresh.max(1);
@@ -341,12 +546,14 @@ impl Sender {
             }
             self.state = CaState::Open;
         }
+        let mut reorder_armed = false;
         match self.state {
             CaState::Open | CaState::Disorder => {
                 if self.sack {
-                    self.mark_lost_by_sack();
+                    reorder_armed = self.detect_loss(now);
                 }
-                if self.lost_out > 0 || self.sacked_out >= self.dupthresh {
+                let dupthresh_rule = !self.rack_on && self.sacked_out >= self.dupthresh;
+                if self.lost_out > 0 || dupthresh_rule {
                     self.enter_recovery();
                     let newly_lost = self.lost_out > lost_before;
                     self.cwnd_reduction(delivered, una_advanced, newly_lost);
@@ -359,7 +566,7 @@ impl Sender {
             }
             CaState::Recovery => {
                 if self.sack {
-                    self.mark_lost_by_sack();
+                    reorder_armed = self.detect_loss(now);
                 } else if una_advanced {
                     // RFC 6582: a partial ACK means the next hole is lost too; retransmit it.
                     self.mark_head_lost();
@@ -369,13 +576,14 @@ impl Sender {
             }
             CaState::Loss => {
                 if self.sack {
-                    self.mark_lost_by_sack();
+                    reorder_armed = self.detect_loss(now);
                 }
                 if acked > 0 {
                     self.grow(now, acked);
                 }
             }
         }
+        reorder_armed
     }
 
     fn enter_recovery(&mut self) {
@@ -386,6 +594,7 @@ impl Sender {
         self.ssthresh = self.cc.ssthresh_on_loss(self.cwnd);
         self.high_seq = self.snd_nxt;
         self.state = CaState::Recovery;
+        self.tlp_high_seq = None;
         if self.lost_out == 0 {
             self.mark_head_lost();
         }
@@ -431,7 +640,9 @@ impl Sender {
         (self.cwnd, self.cwnd_cnt) = self.cc.avoid(now, self.cwnd, self.cwnd_cnt, acked);
     }
 
-    fn mark_sacked(&mut self, s: u64, e: u64) -> u32 {
+    /// Marks the segments inside SACK block `[s, e)` SACKed; returns how many were new, and
+    /// lowers `first_sackt` to the earliest send time of those sent only once.
+    fn mark_sacked(&mut self, now: Nanos, s: u64, e: u64, first_sackt: &mut Option<Nanos>) -> u32 {
         let mut i = self.rtx.partition_point(|seg| seg.start < s);
         let mut n = 0;
         while i < self.rtx.len() && self.rtx[i].end <= e {
@@ -440,6 +651,11 @@ impl Sender {
                 seg.flags |= SACKED;
                 self.sacked_out += 1;
                 n += 1;
+                let ever_retrans = seg.flags & EVER_RETRANS != 0;
+                if !ever_retrans {
+                    *first_sackt = Some(first_sackt.map_or(seg.sent_at, |t: Nanos| t.min(seg.sent_at)));
+                }
+                self.rack.on_delivered(now, seg.sent_at, seg.end, ever_retrans);
                 if seg.flags & LOST != 0 {
                     seg.flags &= !LOST;
                     self.lost_out -= 1;
@@ -452,6 +668,43 @@ impl Sender {
             i += 1;
         }
         n
+    }
+
+    /// RACK (Linux `tcp_rack_detect_loss`): every segment still missing that was sent before
+    /// the most recently sent delivered one is lost once its RTT plus the reordering window has
+    /// passed — a retransmission too, which is then due again. For the others the reorder timer
+    /// is armed; returns whether it was.
+    fn rack_mark_lost(&mut self, now: Nanos) -> bool {
+        let in_recovery = matches!(self.state, CaState::Recovery | CaState::Loss);
+        let srtt = self.rtt.srtt().unwrap_or(0);
+        let reo_wnd = self.rack.reo_wnd(in_recovery, self.sacked_out, self.dupthresh, srtt);
+        let mut wait = 0i64;
+        for seg in self.rtx.iter_mut() {
+            if seg.flags & SACKED != 0 || seg.flags & (LOST | RETRANS) == LOST {
+                continue;
+            }
+            if !self.rack.predates_delivered(seg.sent_at, seg.end) {
+                // Segments sent once are in sending order: none further on can predate it.
+                if seg.flags & EVER_RETRANS == 0 && self.ever_retrans_out == 0 {
+                    break;
+                }
+                continue;
+            }
+            let remaining = self.rack.remaining(now, seg.sent_at, reo_wnd);
+            if remaining > 0 {
+                wait = wait.max(remaining);
+            } else if seg.flags & RETRANS != 0 {
+                seg.flags &= !RETRANS;
+                self.retrans_out -= 1;
+            } else {
+                seg.flags |= LOST;
+                self.lost_out += 1;
+            }
+        }
+        if wait > 0 {
+            self.timer = Some((now + wait as Nanos + TIMER_SLACK_NS, Timer::Reorder));
+        }
+        wait > 0
     }
 
     /// RFC 6675 IsLost: a segment with at least `dupthresh` SACKed segments above it is lost.
@@ -479,41 +732,157 @@ impl Sender {
         }
     }
 
-    /// The retransmission timer fired at `now`. Returns whether it was a real timeout (then
-    /// the caller should transmit: the head is marked lost and the window is one segment).
-    pub fn on_rto(&mut self, now: Nanos) -> bool {
-        match self.rto_deadline {
-            Some(d) if d <= now => {}
-            _ => return false,
+    /// The timer fired at `now` (the caller then transmits: a retransmission timeout marks
+    /// segments lost and shrinks the window to what is in flight plus one; a probe goes out
+    /// with the next `transmit`).
+    pub fn on_timer(&mut self, now: Nanos) {
+        let Some((deadline, kind)) = self.timer else { return };
+        if deadline > now {
+            return;
         }
-        self.rto_deadline = None;
         if self.packets_out == 0 {
-            return false;
+            self.timer = None;
+            return;
         }
+        match kind {
+            Timer::Retransmit => self.on_rto(now),
+            Timer::LossProbe if self.state == CaState::Open => {
+                self.timer = None;
+                self.probe_due = true;
+            }
+            Timer::LossProbe => self.rearm_rto(now),
+            Timer::Reorder => self.on_reorder_timeout(now),
+        }
+    }
+
+    /// Linux `tcp_rack_reo_timeout`: the reordering window of some segment has passed.
+    fn on_reorder_timeout(&mut self, now: Nanos) {
+        let lost_before = self.lost_out;
+        let retrans_before = self.retrans_out;
+        self.timer = None;
+        self.rack_mark_lost(now);
+        let newly_lost = self.lost_out > lost_before || self.retrans_out < retrans_before;
+        if newly_lost && matches!(self.state, CaState::Open | CaState::Disorder) {
+            self.enter_recovery();
+            self.cwnd_reduction(1, false, false);
+        }
+        if self.timer_kind() != Some(Timer::Reorder) {
+            self.timer = Some((now, Timer::Reorder));
+            self.rearm_rto(now);
+        }
+    }
+
+    /// Linux `tcp_retransmit_timer` and `tcp_enter_loss`.
+    fn on_rto(&mut self, now: Nanos) {
         self.timeouts += 1;
         if matches!(self.state, CaState::Open | CaState::Disorder) {
             self.ssthresh = self.cc.ssthresh_on_loss(self.cwnd);
         }
-        if !self.cc.is_static() {
-            self.cwnd = 1;
-        }
         self.cwnd_cnt = 0;
         self.state = CaState::Loss;
         self.high_seq = self.snd_nxt;
+        self.tlp_high_seq = None;
         if !self.sack {
             self.sacked_out = 0;
         }
+        // Linux tcp_timeout_mark_lost: the head and every segment not SACKed is lost, except
+        // (with RACK) those sent too recently to tell.
         self.lost_out = 0;
         self.retrans_out = 0;
-        for seg in self.rtx.iter_mut() {
+        let rack_on = self.rack_on;
+        for (i, seg) in self.rtx.iter_mut().enumerate() {
             seg.flags &= !RETRANS;
-            if seg.flags & SACKED == 0 {
+            let spared = rack_on && i > 0 && self.rack.recently_sent(now, seg.sent_at);
+            if seg.flags & SACKED == 0 && !spared {
                 seg.flags |= LOST;
                 self.lost_out += 1;
+            } else if spared {
+                seg.flags &= !LOST;
             }
         }
+        if !self.cc.is_static() {
+            self.cwnd = self.in_flight() + 1;
+        }
         self.rtt.back_off();
-        self.rto_deadline = Some(now + self.rtt.rto());
-        true
+        self.timer = Some((now + self.rtt.rto(), Timer::Retransmit));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use daqnet_core::scenario::TcpConfig;
+
+    const US: Nanos = 1_000;
+
+    fn sender(rack: bool) -> Sender {
+        let c = TcpConfig { rack, ..Default::default() };
+        let mut s = Sender::new(&TcpParams::from_config(&c, 1000));
+        s.seed_rtt(100 * US);
+        s
+    }
+
+    fn send(s: &mut Sender, now: Nanos) -> Vec<(u64, bool)> {
+        let mut out = Vec::new();
+        s.transmit(now, 1000, &mut out);
+        out.iter().map(|t| (t.start, t.retransmit)).collect()
+    }
+
+    #[test]
+    fn rack_finds_a_lost_retransmission_without_a_timeout() {
+        let mut s = sender(true);
+        s.write(0, 10_000);
+        assert_eq!(send(&mut s, 0).len(), 10, "the initial window");
+        // Everything but the first segment arrives: it is lost (sent before the SACKed ones).
+        s.on_ack(100 * US, 0, &[(1000, 10_000)], false);
+        assert_eq!(s.state(), CaState::Recovery);
+        s.write(100 * US, 2000);
+        let tx = send(&mut s, 100 * US);
+        assert_eq!(tx[0], (0, true), "fast retransmit first: {tx:?}");
+        assert!(tx.contains(&(10_000, false)), "then new data as the window allows: {tx:?}");
+        // The retransmission is lost too, and new data sent after it arrives: RACK declares the
+        // retransmission lost and it goes out again, long before any timeout.
+        s.on_ack(200 * US, 0, &[(1000, 11_000)], false);
+        assert_eq!(send(&mut s, 200 * US)[0], (0, true));
+        assert_eq!((s.retransmits, s.timeouts), (2, 0));
+    }
+
+    #[test]
+    fn without_rack_a_lost_retransmission_waits_for_the_timeout() {
+        let mut s = sender(false);
+        s.write(0, 10_000);
+        send(&mut s, 0);
+        s.on_ack(100 * US, 0, &[(1000, 10_000)], false);
+        s.write(100 * US, 2000);
+        assert_eq!(send(&mut s, 100 * US)[0], (0, true));
+        s.on_ack(200 * US, 0, &[(1000, 11_000)], false);
+        assert!(!send(&mut s, 200 * US).contains(&(0, true)), "nothing marks it lost again");
+        let rto = s.timer_deadline().expect("the retransmission timer is armed");
+        s.on_timer(rto);
+        assert_eq!(send(&mut s, rto)[0], (0, true));
+        assert_eq!(s.timeouts, 1);
+    }
+
+    #[test]
+    fn a_retransmitted_segment_acknowledged_gives_an_rtt_sample_by_timestamp_and_clears_the_back_off() {
+        let mut s = sender(true);
+        s.write(0, 1000);
+        send(&mut s, 0);
+        let first = s.rto();
+        // One segment out: the probe waits 2·SRTT + 200 ms, capped at the RTO.
+        let t = s.timer_deadline().unwrap();
+        assert_eq!(t, first);
+        s.on_timer(t);
+        assert_eq!(send(&mut s, t), [(0, true)]);
+        assert_eq!(s.loss_probes, 1);
+        // The probe is lost too: the retransmission timer fires and backs off.
+        let t2 = s.timer_deadline().unwrap();
+        assert_eq!(t2, t + first);
+        s.on_timer(t2);
+        assert_eq!(send(&mut s, t2), [(0, true)]);
+        assert_eq!(s.timeouts, 1);
+        assert_eq!(s.rto(), 2 * first, "backed off");
+        s.on_ack(t2 + 100 * US, 1000, &[], false);
+        assert_eq!(s.rto(), first, "the timestamp echo of the retransmission is a valid sample");
     }
 }
