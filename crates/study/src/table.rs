@@ -31,6 +31,7 @@ const SUMMARY: &[Column] = &[
     ("retransmits", |r| r.tcp.retransmits as f64),
     ("timeouts", |r| r.tcp.timeouts as f64),
     ("fast_recoveries", |r| r.tcp.fast_recoveries as f64),
+    ("loss_probes", |r| r.tcp.loss_probes as f64),
     ("drops", |r| r.switch.drops as f64),
     ("peak_port_bytes", |r| r.switch.ports.iter().map(|p| p.peak_bytes).max().unwrap_or(0) as f64),
 ];
