@@ -31,6 +31,8 @@ enum Command {
     Testbed(commands::testbed::TestbedArgs),
     /// Run one sweep in the testbed and in the simulator and compare them point by point.
     Validate(commands::validate::ValidateArgs),
+    /// Run the lossless software switch (a queue per collector) on this namespace's interfaces.
+    Switch(commands::switch::SwitchArgs),
     /// Run one role of a real run (supervisor, readout, collector), for deployment on many hosts.
     Role(commands::role::RoleArgs),
     /// Print the commented default scenario, or check and resolve a scenario file.
@@ -49,6 +51,7 @@ fn main() -> ExitCode {
         Command::Run(a) => commands::run::run(a),
         Command::Testbed(a) => commands::testbed::run(a),
         Command::Validate(a) => commands::validate::run(a),
+        Command::Switch(a) => commands::switch::run(a),
         Command::Role(a) => commands::role::run(a),
         Command::Scenario(a) => commands::scenario::run(a),
         Command::Bench(a) => commands::bench::run(a),

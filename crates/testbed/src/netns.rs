@@ -65,8 +65,12 @@ pub fn sysctl(key: &str, value: &str) -> anyhow::Result<()> {
 }
 
 const SIOCETHTOOL: libc::c_ulong = 0x8946;
-/// (get, set) ethtool commands of TSO, GSO and GRO (linux/ethtool.h).
-const OFFLOADS: [(&str, u32, u32); 3] = [("tso", 0x1e, 0x1f), ("gso", 0x23, 0x24), ("gro", 0x2b, 0x2c)];
+/// (get, set) ethtool commands of TSO, GSO, GRO and transmit checksumming (linux/ethtool.h).
+/// Checksums are computed by the sender's kernel, as on a wire: a veth would otherwise pass
+/// frames with their checksum left to "hardware", which a switch that copies frames (the
+/// daqring switch's AF_PACKET sockets) would forward unfinished.
+const OFFLOADS: [(&str, u32, u32); 4] =
+    [("tso", 0x1e, 0x1f), ("gso", 0x23, 0x24), ("gro", 0x2b, 0x2c), ("tx-checksumming", 0x16, 0x17)];
 
 #[repr(C)]
 struct EthtoolValue {
@@ -94,7 +98,7 @@ fn ethtool(sock: &std::net::UdpSocket, dev: &str, cmd: u32, data: u32) -> std::i
     Ok(value.data)
 }
 
-/// Turns TSO, GSO and GRO off on `dev` in the calling thread's namespace and checks that they
+/// Turns TSO, GSO, GRO and transmit checksum offload off on `dev` in the calling thread's namespace and checks that they
 /// are off, so queues hold frames of wire size, not 64 kB aggregates.
 pub fn offloads_off(dev: &str) -> anyhow::Result<()> {
     let sock = std::net::UdpSocket::bind("0.0.0.0:0").context("cannot open a socket for ethtool")?;

@@ -2,9 +2,11 @@
 //! namespace per host, a switch namespace with a Linux bridge, one veth link per host, and the
 //! shaping of both ends of every link. [`TestbedPlan::steps`] lists the commands that build it.
 
-use daqnet_core::scenario::{BufferConfig, CongestionControl, Topology};
+use daqnet_core::scenario::{BufferConfig, CongestionControl, DaqringConfig, SwitchKind, Topology};
 use daqnet_core::Scenario;
 use daqnet_evb::launcher::RoleName;
+use daqnet_switch::config::{PortConfig, Route};
+use daqnet_switch::SwitchConfig;
 use std::net::Ipv4Addr;
 
 /// Every namespace a testbed creates is named `daqnet-<id>-<host>`.
@@ -65,6 +67,15 @@ pub struct Host {
     pub port_buffer_bytes: u64,
 }
 
+impl Host {
+    /// Its MAC address, derived from its IP (`02:00:` and the four address bytes), so that the
+    /// daqring switch's forwarding table and the hosts' static neighbour entries agree.
+    pub fn mac(&self) -> String {
+        let o = self.ip.octets();
+        format!("02:00:{:02x}:{:02x}:{:02x}:{:02x}", o[0], o[1], o[2], o[3])
+    }
+}
+
 /// A testbed: names, addresses, links and the TCP settings every host gets.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TestbedPlan {
@@ -96,6 +107,10 @@ pub struct TestbedPlan {
     pub tail_loss_probe: bool,
     /// CPUs of this machine (receive packet steering spreads flows over all of them).
     pub cpus: u32,
+    /// The switch: a Linux bridge with tbf queues, or `daqnet switch` (daqrings).
+    pub switch_kind: SwitchKind,
+    /// Settings of the daqring switch.
+    pub daqring: DaqringConfig,
 }
 
 /// The sysfs CPU mask of CPUs `0..n`: hex, in comma-separated groups of 32 bits.
@@ -169,11 +184,12 @@ impl TestbedPlan {
                 "is two_tier; the testbed builds one switch: use topology = \"star\" (the simulator runs both)".into(),
             );
         } else {
-            match n.switch.as_ref().map(|s| &s.buffer) {
-                Some(BufferConfig::Dedicated { port_bytes }) | Some(BufferConfig::Deep { port_bytes }) => {
+            match n.switch.as_ref().map(|s| (s.kind, &s.buffer)) {
+                Some((SwitchKind::Daqring, _)) => {}
+                Some((_, BufferConfig::Dedicated { port_bytes })) | Some((_, BufferConfig::Deep { port_bytes })) => {
                     port_buffer_bytes = *port_bytes
                 }
-                Some(BufferConfig::Shared { .. }) => bad(
+                Some((_, BufferConfig::Shared { .. })) => bad(
                     "network.switch.buffer.scheme",
                     "is shared; a Linux port queue (tbf) is per port: use dedicated (the simulator models shared pools)"
                         .into(),
@@ -248,6 +264,8 @@ impl TestbedPlan {
             rack: n.tcp.rack,
             tail_loss_probe: n.tcp.tail_loss_probe,
             cpus: std::thread::available_parallelism().map_or(1, |c| c.get() as u32),
+            switch_kind: n.switch.as_ref().map_or(SwitchKind::Bridge, |s| s.kind),
+            daqring: n.switch.as_ref().map(|s| s.daqring.clone()).unwrap_or_default(),
         })
     }
 
@@ -303,8 +321,24 @@ impl TestbedPlan {
                 value: cpu_mask(self.cpus),
             });
         }
-        v.push(run(&["ip", "-n", sw, "link", "add", "br0", "type", "bridge", "stp_state", "0", "forward_delay", "0"]));
-        v.push(run(&["ip", "-n", sw, "link", "set", "br0", "up"]));
+        let bridge = self.switch_kind == SwitchKind::Bridge;
+        if bridge {
+            v.push(run(&[
+                "ip",
+                "-n",
+                sw,
+                "link",
+                "add",
+                "br0",
+                "type",
+                "bridge",
+                "stp_state",
+                "0",
+                "forward_delay",
+                "0",
+            ]));
+            v.push(run(&["ip", "-n", sw, "link", "set", "br0", "up"]));
+        }
         for h in &self.hosts {
             let ns = h.ns.as_str();
             let tcp = [
@@ -320,11 +354,21 @@ impl TestbedPlan {
                 v.push(Step::Sysctl { ns: ns.into(), key: key.into(), value });
             }
             #[rustfmt::skip]
-            v.push(run(&["ip", "link", "add", "eth0", "netns", ns, "mtu", &mtu, "type", "veth",
+            v.push(run(&["ip", "link", "add", "eth0", "netns", ns, "address", &h.mac(), "mtu", &mtu, "type", "veth",
                 "peer", "name", &h.short, "netns", sw, "mtu", &mtu]));
             v.push(Step::OffloadsOff { ns: ns.into(), dev: "eth0".into() });
             v.push(Step::OffloadsOff { ns: sw.into(), dev: h.short.clone() });
-            v.push(run(&["ip", "-n", sw, "link", "set", &h.short, "master", "br0", "up"]));
+            if bridge {
+                v.push(run(&["ip", "-n", sw, "link", "set", &h.short, "master", "br0", "up"]));
+            } else {
+                v.push(run(&["ip", "-n", sw, "link", "set", &h.short, "up"]));
+                // The daqring switch does not flood: every host knows its peers' MACs.
+                for peer in self.peers(h) {
+                    #[rustfmt::skip]
+                    v.push(run(&["ip", "-n", ns, "neigh", "replace", &peer.ip.to_string(), "lladdr", &peer.mac(),
+                        "dev", "eth0", "nud", "permanent"]));
+                }
+            }
             v.push(run(&["ip", "-n", ns, "addr", "add", &format!("{}/16", h.ip), "dev", "eth0"]));
             v.push(run(&["ip", "-n", ns, "link", "set", "lo", "up"]));
             v.push(run(&["ip", "-n", ns, "link", "set", "eth0", "up"]));
@@ -339,9 +383,40 @@ impl TestbedPlan {
             }
             v.push(Step::Run(route));
             v.push(shaper(ns, "eth0", h.link_bps, HOST_BURST_NS, HOST_QUEUE_BYTES, self.mtu_bytes));
-            v.push(shaper(sw, &h.short, h.link_bps, SWITCH_BURST_NS, h.port_buffer_bytes, self.mtu_bytes));
+            if bridge {
+                v.push(shaper(sw, &h.short, h.link_bps, SWITCH_BURST_NS, h.port_buffer_bytes, self.mtu_bytes));
+            }
         }
         v
+    }
+
+    /// The hosts `h` exchanges traffic with: the supervisor talks to everyone; collectors and
+    /// readout units to the supervisor and to each other.
+    fn peers<'a>(&'a self, h: &'a Host) -> impl Iterator<Item = &'a Host> + 'a {
+        let kind = |r: RoleName| std::mem::discriminant(&r);
+        self.hosts.iter().filter(move |p| {
+            p.ip != h.ip
+                && (h.role == RoleName::Supervisor || p.role == RoleName::Supervisor || kind(p.role) != kind(h.role))
+        })
+    }
+
+    /// The daqring switch's configuration: a port per host (the switch-side veth, paced at the
+    /// host's line rate), a route per host MAC, a daqring per collector node.
+    pub fn switch_config(&self) -> SwitchConfig {
+        let ports = self.hosts.iter().map(|h| PortConfig { name: h.short.clone(), rate_bps: h.link_bps }).collect();
+        let routes = self.hosts.iter().enumerate().map(|(i, h)| Route { mac: h.mac(), port: i }).collect();
+        let collectors: Vec<&Host> = self.hosts.iter().filter(|h| matches!(h.role, RoleName::Collector(_))).collect();
+        let bucket = |h: &Host| (h.link_bps as u128 * SWITCH_BURST_NS as u128 / 8 / 1_000_000_000) as u64;
+        let frame = (self.mtu_bytes + 14 + WIRE_OVERHEAD_BYTES) as u64;
+        SwitchConfig {
+            ports,
+            routes,
+            collectors: collectors.iter().map(|h| h.ip).collect(),
+            collector_macs: collectors.iter().map(|h| h.mac()).collect(),
+            queue_bytes: self.daqring.queue_bytes,
+            burst_frames: (self.daqring.burst_frames > 0).then_some(self.daqring.burst_frames),
+            pacing_bucket_bytes: self.hosts.iter().map(bucket).min().unwrap_or(0).max(2 * frame),
+        }
     }
 }
 
@@ -455,9 +530,8 @@ mod tests {
     #[test]
     fn what_a_testbed_cannot_emulate_is_named() {
         let mut sc = incast();
-        sc.network.switch = Some(daqnet_core::scenario::SwitchConfig {
-            buffer: BufferConfig::Shared { pool_bytes: 1, ports_per_pool: 2, port_cap_bytes: 1 },
-        });
+        sc.network.switch.as_mut().unwrap().buffer =
+            BufferConfig::Shared { pool_bytes: 1, ports_per_pool: 2, port_cap_bytes: 1 };
         sc.network.tcp.congestion_control = CongestionControl::Static;
         sc.network.tcp.min_rto_ns = 1_500_000;
         let fields: Vec<String> = TestbedPlan::new(&sc, "UP").unwrap_err().into_iter().map(|(f, _)| f).collect();

@@ -8,6 +8,7 @@ use crate::plan::TestbedPlan;
 use crate::qdisc::QdiscReader;
 use anyhow::Context;
 use daqnet_core::report::{HostStats, PortStats, RunReport, SwitchStats, TcpCounters};
+use daqnet_core::scenario::SwitchKind;
 use daqnet_core::Scenario;
 use daqnet_evb::launcher::{launch, LaunchOptions, Placement, RoleName};
 use std::path::PathBuf;
@@ -55,7 +56,13 @@ pub fn run(sc: &Scenario, opts: &TestbedRunOptions) -> anyhow::Result<TestbedRun
     let plan = TestbedPlan::checked(sc, &id, &opts.origin)?;
     let testbed = Owned::up(plan, &opts.origin)?;
     let plan = &testbed.plan;
-    let sampler = Sampler::start(plan.switch_ns.clone(), plan.hosts.iter().map(|h| h.short.clone()).collect());
+    let daqring = match plan.switch_kind {
+        SwitchKind::Daqring => Some(SoftSwitch::start(plan, opts)?),
+        SwitchKind::Bridge => None,
+    };
+    let sampler = daqring
+        .is_none()
+        .then(|| Sampler::start(plan.switch_ns.clone(), plan.hosts.iter().map(|h| h.short.clone()).collect()));
     let hosts = plan.hosts.clone();
     let place: Placement = Arc::new(move |role: RoleName, cmd: &mut std::process::Command| {
         let host = hosts.iter().find(|h| h.role == role).expect("every role has a host");
@@ -72,7 +79,11 @@ pub fn run(sc: &Scenario, opts: &TestbedRunOptions) -> anyhow::Result<TestbedRun
         ..Default::default()
     };
     let exit_code = launch(&plan.deployed(sc), &launch_opts);
-    let ports = sampler.stop();
+    let ports = match (sampler, daqring) {
+        (Some(s), _) => s.stop(),
+        (None, Some(d)) => d.stop(),
+        (None, None) => unreachable!("one of them runs"),
+    };
     let exit_code = exit_code?;
     let path = opts.out.join("report.json");
     let text = std::fs::read_to_string(&path)
@@ -95,6 +106,69 @@ pub fn run(sc: &Scenario, opts: &TestbedRunOptions) -> anyhow::Result<TestbedRun
     }
     std::fs::write(&path, report.to_json()).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(TestbedRun { exit_code, report, build_s: testbed.build_s })
+}
+
+/// `daqnet switch` running in the switch namespace in place of the bridge.
+struct SoftSwitch {
+    child: std::process::Child,
+    stats: PathBuf,
+}
+
+impl SoftSwitch {
+    /// Writes the switch's configuration into the output folder, starts it in the switch
+    /// namespace, and waits until its ports are open.
+    fn start(plan: &TestbedPlan, opts: &TestbedRunOptions) -> anyhow::Result<SoftSwitch> {
+        std::fs::create_dir_all(&opts.out).with_context(|| format!("cannot create {}", opts.out.display()))?;
+        let config = opts.out.join("switch.json");
+        let stats = opts.out.join("switch-stats.json");
+        let _ = std::fs::remove_file(&stats);
+        let text = serde_json::to_string_pretty(&plan.switch_config())?;
+        std::fs::write(&config, text).with_context(|| format!("cannot write {}", config.display()))?;
+        let mut cmd = std::process::Command::new(&opts.exe);
+        cmd.arg("switch").arg(&config).arg("--report").arg(&stats);
+        cmd.stdout(std::process::Stdio::piped());
+        netns::place(&mut cmd, &plan.switch_ns)?;
+        let mut child = cmd.spawn().with_context(|| format!("cannot start {} switch", opts.exe.display()))?;
+        let stdout = child.stdout.take().expect("piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line);
+            let _ = tx.send(line);
+        });
+        match rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(line) if line.contains("ready") => Ok(SoftSwitch { child, stats }),
+            other => {
+                let _ = child.kill();
+                let status = child.wait().ok();
+                anyhow::bail!("the daqring switch did not start ({other:?}, exit {status:?}); see its errors above")
+            }
+        }
+    }
+
+    /// Stops the switch (SIGTERM) and reads its queues as the report's switch ports.
+    fn stop(mut self) -> anyhow::Result<Vec<PortStats>> {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let status = self.child.wait().context("waiting for the daqring switch")?;
+        if !status.success() {
+            anyhow::bail!("the daqring switch failed ({status})");
+        }
+        let text = std::fs::read_to_string(&self.stats)
+            .with_context(|| format!("the daqring switch wrote no statistics ({})", self.stats.display()))?;
+        let report: serde_json::Value = serde_json::from_str(&text)?;
+        let count = |q: &serde_json::Value, k: &str| q[k].as_u64().unwrap_or(0);
+        let queues = report["queues"].as_array().context("switch statistics without queues")?;
+        Ok(queues
+            .iter()
+            .map(|q| PortStats {
+                name: format!("sw->{}", q["name"].as_str().unwrap_or("?")),
+                drops: count(q, "drops"),
+                peak_bytes: count(q, "peak_bytes"),
+                frames: count(q, "frames"),
+            })
+            .collect())
+    }
 }
 
 /// The switch's output ports, sampled on a thread inside the switch namespace: drops and frames

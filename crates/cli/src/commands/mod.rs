@@ -8,6 +8,7 @@ pub mod scenario;
 pub mod sim;
 pub mod study;
 pub mod sweep;
+pub mod switch;
 pub mod testbed;
 pub mod validate;
 

@@ -119,7 +119,12 @@ pub fn run(a: TestbedArgs) -> anyhow::Result<ExitCode> {
             for h in &p.hosts {
                 println!("  {:<5} {:<16} {}", h.short, h.ip, h.ns);
             }
-            println!("  {:<5} {:<16} {}", "sw", "(bridge br0)", p.switch_ns);
+            let switch = match p.switch_kind {
+                daqnet_core::scenario::SwitchKind::Bridge => "(bridge br0)",
+                // `up` only builds the namespaces; `testbed run` starts the switch process.
+                daqnet_core::scenario::SwitchKind::Daqring => "(daqring: no switch process until `testbed run`)",
+            };
+            println!("  {:<5} {:<16} {}", "sw", switch, p.switch_ns);
             println!(
                 "enter a host with: ip netns exec {} bash; remove with: daqnet testbed down --name {id}",
                 p.hosts[0].ns

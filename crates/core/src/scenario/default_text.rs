@@ -39,7 +39,9 @@ host_delay_ns = 40000        # receive-path latency of a host's network stack, p
 
 # star topology only:
 # [network.switch]
+# kind = "bridge"            # "bridge": output-queued with `buffer`; "daqring": daqnet's lossless switch
 # buffer = { scheme = "dedicated", port_bytes = 4000000 }
+# daqring = { queue_bytes = 67108864, burst_frames = 0 }   # a queue per collector; 0: no burst limit
 
 [network.readout_switch]     # two_tier: one switch per readout group
 hosts = 16                   # readout units per group switch

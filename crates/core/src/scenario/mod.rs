@@ -199,8 +199,52 @@ pub struct Network {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SwitchConfig {
-    /// Output buffer scheme of the switch.
+    /// What switch: `"bridge"` (default), a hardware-like output-queued switch whose ports hold
+    /// `buffer` (in the testbed, a Linux bridge with a tbf queue per port); or `"daqring"`,
+    /// daqnet's lossless software switch (seed 000 §III): a queue of `daqring.queue_bytes` per
+    /// data collector, served round-robin at line rate (in the testbed, `daqnet switch` on
+    /// AF_PACKET sockets in place of the bridge).
+    #[serde(default)]
+    pub kind: SwitchKind,
+    /// Output buffer scheme of the switch (`kind = "bridge"`; default: 4 MB per port).
+    #[serde(default = "default_switch_buffer")]
     pub buffer: BufferConfig,
+    /// Settings of the `daqring` switch.
+    #[serde(default)]
+    pub daqring: DaqringConfig,
+}
+
+fn default_switch_buffer() -> BufferConfig {
+    BufferConfig::Dedicated { port_bytes: 4_000_000 }
+}
+
+/// Kind of the star topology's switch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SwitchKind {
+    /// Output-queued, with the `buffer` scheme (a commodity switch; a Linux bridge in the testbed).
+    #[default]
+    Bridge,
+    /// daqnet's lossless software switch: a byte-capped queue per collector, round-robin.
+    Daqring,
+}
+
+/// `[network.switch.daqring]`: the lossless software switch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DaqringConfig {
+    /// Byte cap of each queue (a daqring per collector; one more per port for other traffic),
+    /// in bytes (default 64 MiB). Frames beyond it are dropped and counted.
+    #[serde(deserialize_with = "de_bytes")]
+    pub queue_bytes: u64,
+    /// Frames one queue may send per polling cycle (seed 000 §III-A.2); 0: no limit.
+    pub burst_frames: u32,
+}
+
+impl Default for DaqringConfig {
+    fn default() -> Self {
+        DaqringConfig { queue_bytes: 64 << 20, burst_frames: 0 }
+    }
 }
 
 /// An access switch (readout group switch or top-of-rack switch) in a two-tier network.
@@ -442,7 +486,7 @@ impl Default for Network {
 impl Network {
     /// Default star switch: a 4 MB dedicated buffer per port.
     pub fn default_switch() -> SwitchConfig {
-        SwitchConfig { buffer: BufferConfig::Dedicated { port_bytes: 4_000_000 } }
+        SwitchConfig { kind: SwitchKind::Bridge, buffer: default_switch_buffer(), daqring: DaqringConfig::default() }
     }
 
     /// Default readout group switch (seed 003 §4.1): 16 hosts, 10GbE uplinks, under-subscribed,

@@ -131,6 +131,13 @@ impl Scenario {
                 }
                 if let Some(sw) = &n.switch {
                     buffer(&mut p, "network.switch.buffer", &sw.buffer, frame);
+                    let q = sw.daqring.queue_bytes;
+                    need(
+                        &mut p,
+                        q >= frame,
+                        "network.switch.daqring.queue_bytes",
+                        format!("is {q}; must hold at least one full frame ({frame} bytes)"),
+                    );
                 }
             }
             Topology::TwoTier => {

@@ -5,7 +5,7 @@
 
 use super::port::{BufferPools, Port, PortBuffer};
 use super::wire::{serialization_ps, wire_bytes};
-use daqnet_core::scenario::{BufferConfig, Network, Topology};
+use daqnet_core::scenario::{BufferConfig, Network, SwitchKind, Topology};
 
 /// A place a frame can arrive at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,7 +129,12 @@ impl Fabric {
                 let cfg = net.switch.as_ref().expect("star has [network.switch]");
                 let s = b.switch("sw".into(), hosts);
                 let ports: Vec<u32> = (0..hosts as u32).map(|h| attach(&mut b, s, h)).collect();
-                b.apply_buffer(&ports, &cfg.buffer);
+                // The daqring switch keeps a byte-capped queue per destination, served at line
+                // rate. On a star every port leads to one host, so that is one queue per port
+                // (round-robin between daqrings and the burst limit only act where several
+                // collectors share a port, which this topology never has).
+                let daqring = BufferConfig::Dedicated { port_bytes: cfg.daqring.queue_bytes };
+                b.apply_buffer(&ports, if cfg.kind == SwitchKind::Daqring { &daqring } else { &cfg.buffer });
             }
             Topology::TwoTier => {
                 let ro = net.readout_switch.as_ref().expect("two_tier has [network.readout_switch]");

@@ -1,0 +1,55 @@
+//! `daqnet switch`: run the lossless software switch on this namespace's interfaces.
+
+use clap::Args;
+use daqnet_switch::SwitchConfig;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// Arguments of `daqnet switch`.
+#[derive(Args)]
+#[command(
+    long_about = "Run daqnet's lossless software switch (seed 000 §III) on interfaces of the current network \
+namespace until SIGTERM or SIGINT: one AF_PACKET socket per port with a TPACKET_V3 receive ring, a \
+queue (daqring) per data collector bounded in bytes, round-robin service of each port's queues with \
+an optional per-poll burst limit, and pacing at each port's line rate. Frames are dropped only when a \
+queue's byte cap is reached, and counted. Once every port is open it prints `daqnet switch: ready on N \
+ports`; on exit it writes its statistics as JSON.\n\n\
+`daqnet testbed run` starts it by itself when the scenario says [network.switch] kind = \"daqring\"; \
+run it by hand only to experiment. Needs CAP_NET_RAW (root).",
+    after_help = "Example (inside a namespace whose interfaces the config names):\n  \
+daqnet switch /run/daqnet/testbed/T1-switch.json --report stats.json"
+)]
+pub struct SwitchArgs {
+    /// The switch configuration (JSON: ports, routes, collectors, limits).
+    pub config: PathBuf,
+    /// Write the statistics here on exit (default: standard output).
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+}
+
+/// Runs `daqnet switch`.
+pub fn run(a: SwitchArgs) -> anyhow::Result<ExitCode> {
+    let cfg = SwitchConfig::load(&a.config)?;
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        unsafe { libc::signal(sig, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t) };
+    }
+    let ports = cfg.ports.len();
+    let report = daqnet_switch::run::run(&cfg, &STOP, || {
+        use std::io::Write;
+        println!("daqnet switch: ready on {ports} ports");
+        let _ = std::io::stdout().flush();
+    })?;
+    let text = serde_json::to_string_pretty(&report)?;
+    match &a.report {
+        Some(p) => std::fs::write(p, text + "\n").map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?,
+        None => println!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
