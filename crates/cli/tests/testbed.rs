@@ -278,3 +278,90 @@ fn validate_runs_both_substrates_and_compares_them() {
     assert_eq!(tb["substrate"], "testbed");
     assert!(f(&tb["switch"]["drops"]) > 0.0, "100 kB dropped nothing in the testbed");
 }
+
+/// Runs an all-to-all scenario in the testbed; returns its report and per-event latencies.
+fn all_to_all(file: &str, name: &str, sets: &[&str]) -> (Value, Vec<f64>) {
+    let dir = out_dir(name);
+    let d = dir.display().to_string();
+    let mut args = vec!["testbed", "run", file, "--per-event", "-q", "--out", &d];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    let o = daqnet(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    let r = report(&dir);
+    (r, latencies(&dir))
+}
+
+/// All-to-all's theoretical goodput: 4 collector ports × 1448/1538 of 100 Mb/s.
+const A2A_MAX_BPS: f64 = 4.0 * 100e6 * 1448.0 / 1538.0;
+/// One event (8 × 128 KiB) alone on its 100 Mb/s port, in ms.
+const A2A_IDEAL_MS: f64 = 8.0 * 131072.0 * 8.0 / (100e6 * 1448.0 / 1538.0) * 1e3;
+
+#[test]
+fn all_to_all_through_the_daqring_switch_runs_at_line_rate_without_a_drop() {
+    let _g = serial();
+    if !root() {
+        return;
+    }
+    let (r, lat) = all_to_all("scenarios/all-to-all/daqring.toml", "a2a-daqring", &["run.events=200"]);
+    let goodput = f(&r["goodput_bps"]);
+    assert!(goodput >= 0.95 * A2A_MAX_BPS, "goodput {goodput:.3e} b/s of {A2A_MAX_BPS:.3e}");
+    assert_eq!(f(&r["switch"]["drops"]), 0.0, "{}", r["switch"]);
+    let worst = lat.iter().cloned().fold(0.0, f64::max);
+    assert!(worst <= 3.0 * A2A_IDEAL_MS, "slowest event {worst:.1} ms, ideal {A2A_IDEAL_MS:.1} ms");
+    // The switch reports a daqring per collector host, each forwarding that host's data.
+    let rings: Vec<&Value> = r["switch"]["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["name"].as_str().unwrap().contains("daqring"))
+        .collect();
+    assert_eq!(rings.len(), 4, "{}", r["switch"]);
+    for ring in rings {
+        assert!(f(&ring["frames"]) > 200.0 * 8.0 * 90.0 / 4.0 * 0.9, "{ring}");
+        assert!(f(&ring["peak_bytes"]) > 100_000.0, "the incast waits in the daqring: {ring}");
+    }
+    // The simulator's daqring model agrees on goodput within ±10 %.
+    let dir = out_dir("a2a-daqring-sim");
+    let d = dir.display().to_string();
+    let o = daqnet(&["sim", "scenarios/all-to-all/daqring.toml", "--events", "200", "-q", "--out", &d]);
+    assert!(o.status.success(), "{}", text(&o));
+    let sim = f(&report(&dir)["goodput_bps"]);
+    assert!((sim / goodput - 1.0).abs() <= 0.10, "sim {sim:.3e} vs testbed {goodput:.3e} b/s");
+}
+
+#[test]
+fn all_to_all_through_a_shallow_bridge_loses_goodput_to_timeouts() {
+    let _g = serial();
+    if !root() {
+        return;
+    }
+    let (r, _) = all_to_all("scenarios/all-to-all/bridge-20k.toml", "a2a-bridge", &["run.events=200"]);
+    let goodput = f(&r["goodput_bps"]);
+    assert!(goodput <= 0.8 * A2A_MAX_BPS, "goodput {goodput:.3e} b/s of {A2A_MAX_BPS:.3e}");
+    assert!(f(&r["switch"]["drops"]) > 0.0 && f(&r["tcp"]["timeouts"]) > 0.0, "{} {}", r["switch"]["drops"], r["tcp"]);
+}
+
+#[test]
+fn a_daqring_at_its_byte_cap_drops_and_counts_yet_every_event_is_built() {
+    let _g = serial();
+    if !root() {
+        return;
+    }
+    let (r, _) = incast(
+        "daqring-cap",
+        40,
+        &["network.switch.kind=daqring", "network.switch.daqring.queue_bytes=100kB", "deploy.peer_timeout_ms=10000"],
+    );
+    let rings: Vec<&Value> = r["switch"]["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["name"].as_str().unwrap().contains("daqring"))
+        .collect();
+    assert_eq!(rings.len(), 1);
+    assert!(f(&rings[0]["drops"]) > 0.0, "32 × 64 KiB into a 100 kB daqring: {}", rings[0]);
+    assert!(f(&rings[0]["peak_bytes"]) <= 100_000.0, "never above the cap: {}", rings[0]);
+    assert_eq!(f(&r["switch"]["drops"]), f(&rings[0]["drops"]), "drops only there");
+}
