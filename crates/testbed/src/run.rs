@@ -109,15 +109,15 @@ pub fn run(sc: &Scenario, opts: &TestbedRunOptions) -> anyhow::Result<TestbedRun
 }
 
 /// `daqnet switch` running in the switch namespace in place of the bridge.
-struct SoftSwitch {
+pub struct SoftSwitch {
     child: std::process::Child,
     stats: PathBuf,
 }
 
 impl SoftSwitch {
-    /// Writes the switch's configuration into the output folder, starts it in the switch
-    /// namespace, and waits until its ports are open.
-    fn start(plan: &TestbedPlan, opts: &TestbedRunOptions) -> anyhow::Result<SoftSwitch> {
+    /// Writes the switch's configuration into `opts.out`, starts `opts.exe switch` in the
+    /// switch namespace, and waits until its ports are open.
+    pub fn start(plan: &TestbedPlan, opts: &TestbedRunOptions) -> anyhow::Result<SoftSwitch> {
         std::fs::create_dir_all(&opts.out).with_context(|| format!("cannot create {}", opts.out.display()))?;
         let config = opts.out.join("switch.json");
         let stats = opts.out.join("switch-stats.json");
@@ -147,7 +147,7 @@ impl SoftSwitch {
     }
 
     /// Stops the switch (SIGTERM) and reads its queues as the report's switch ports.
-    fn stop(mut self) -> anyhow::Result<Vec<PortStats>> {
+    pub fn stop(mut self) -> anyhow::Result<Vec<PortStats>> {
         // SAFETY: signalling our own child.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         let status = self.child.wait().context("waiting for the daqring switch")?;

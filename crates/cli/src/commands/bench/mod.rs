@@ -7,6 +7,7 @@
 //! fast this machine is at the simulator's innermost operation.
 
 mod run;
+mod switch;
 
 use clap::Args;
 use daqnet_sim::engine::EventQueue;
@@ -19,7 +20,8 @@ use std::time::Instant;
 /// Measure simulator speed: collision events, packets and scheduler events per wall second,
 /// and peak memory, on the ATLAS 2015 set-up (Switch 1, 400 credits) and a DAQ-like load;
 /// then the parallel speed-up of an 8-point sweep (--jobs 2 against --jobs 1); then the real
-/// event builder (`daqnet run`) against raw TCP between two processes on loopback.
+/// event builder (`daqnet run`) against raw TCP between two processes on loopback; then one TCP
+/// stream through the testbed's daqring switch against the kernel bridge (root only).
 #[derive(Args)]
 #[command(after_help = "Example:\n  cargo run --release -- bench")]
 pub struct BenchArgs {
@@ -29,9 +31,10 @@ pub struct BenchArgs {
     /// Repetitions per case; the fastest is reported.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
-    /// Run only one part: `sim` (simulator speed), `sweep` (parallel sweep speed-up) or `run`
-    /// (real event builder goodput against raw TCP).
-    #[arg(long, value_parser = ["sim", "sweep", "run"])]
+    /// Run only one part: `sim` (simulator speed), `sweep` (parallel sweep speed-up), `run`
+    /// (real event builder goodput against raw TCP) or `switch` (one TCP stream through the
+    /// daqring switch against the kernel bridge; needs root).
+    #[arg(long, value_parser = ["sim", "sweep", "run", "switch"])]
     only: Option<String>,
     /// Internal: send raw TCP to this address for --seconds (the raw TCP baseline's sender).
     #[arg(long, hide = true, value_name = "ADDR")]
@@ -126,6 +129,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     }
     if part("run") {
         run::bench_run(&a.scenarios, a.repeat)?;
+    }
+    if part("switch") {
+        switch::bench_switch(&a.scenarios, a.repeat)?;
     }
     Ok(ExitCode::SUCCESS)
 }
