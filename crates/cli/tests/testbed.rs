@@ -367,3 +367,78 @@ fn a_daqring_at_its_byte_cap_drops_and_counts_yet_every_event_is_built() {
     assert!(f(&rings[0]["peak_bytes"]) <= 100_000.0, "never above the cap: {}", rings[0]);
     assert_eq!(f(&r["switch"]["drops"]), f(&rings[0]["drops"]), "drops only there");
 }
+
+#[test]
+fn the_daqring_switch_forwards_100k_frames_once_each_and_in_order() {
+    use daqnet_testbed::{lifecycle::Owned, netns, plan::TestbedPlan, run};
+    use std::net::UdpSocket;
+    let _g = serial();
+    if !root() {
+        return;
+    }
+    const N: u32 = 100_000;
+    let sets = ["system.readout_units=1".to_string(), "network.switch.kind=daqring".to_string()];
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(INCAST);
+    let sc = daqnet_core::scenario::load(&file, &sets).unwrap();
+    let testbed = Owned::up(TestbedPlan::checked(&sc, "t-frames", INCAST).unwrap(), INCAST).unwrap();
+    let opts = run::TestbedRunOptions {
+        exe: PathBuf::from(env!("CARGO_BIN_EXE_daqnet")),
+        out: out_dir("frames"),
+        ..Default::default()
+    };
+    let switch = run::SoftSwitch::start(&testbed.plan, &opts).unwrap();
+    let host = |s: &str| testbed.plan.hosts.iter().find(|h| h.short == s).unwrap().clone();
+    let (tx, rx) = (host("r0"), host("c0"));
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        netns::within(&rx.ns, || {
+            let s = UdpSocket::bind((rx.ip, 6000))?;
+            let size: libc::c_int = 64 << 20;
+            // SAFETY: setsockopt with a live c_int.
+            unsafe {
+                let p = &size as *const libc::c_int as *const libc::c_void;
+                libc::setsockopt(std::os::fd::AsRawFd::as_raw_fd(&s), libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, p, 4);
+            }
+            s.set_read_timeout(Some(Duration::from_secs(2)))?;
+            let _ = ready_tx.send(());
+            let (mut got, mut buf) = (Vec::with_capacity(N as usize), [0u8; 2048]);
+            // Ends when all arrived, or after 2 s of silence.
+            while let Ok(n) = s.recv(&mut buf) {
+                assert_eq!(n, 1400);
+                got.push(u32::from_be_bytes(buf[..4].try_into().unwrap()));
+                if got.len() == N as usize {
+                    break;
+                }
+            }
+            Ok(got)
+        })
+    });
+    ready_rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    netns::within(&tx.ns, || {
+        let s = UdpSocket::bind((tx.ip, 0))?;
+        s.connect((host("c0").ip, 6000))?;
+        let mut buf = vec![0u8; 1400];
+        let start = Instant::now();
+        for i in 0..N {
+            buf[..4].copy_from_slice(&i.to_be_bytes());
+            s.send(&buf)?;
+            // Paced at ≈ 400 Mb/s (28 µs per datagram), under the 1 Gb/s links.
+            if i % 64 == 63 {
+                let due = start + Duration::from_nanos(i as u64 * 28_000);
+                if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(wait);
+                }
+            }
+        }
+        Ok(())
+    })
+    .unwrap();
+    let got = reader.join().unwrap().unwrap();
+    let queues = switch.stop().unwrap();
+    assert_eq!(got.len(), N as usize, "datagrams received");
+    assert!(got.iter().enumerate().all(|(i, &seq)| seq == i as u32), "each once, in order");
+    let ring = queues.iter().find(|q| q.name.contains("daqring")).unwrap();
+    assert_eq!((ring.frames, ring.drops), (N as u64, 0), "{ring:?}");
+    drop(testbed);
+    assert!(!namespaces().iter().any(|n| n.starts_with("daqnet-t-frames-")));
+}

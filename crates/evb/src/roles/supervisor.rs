@@ -207,6 +207,8 @@ pub async fn run(sc: &Scenario, opts: SupervisorOptions) -> anyhow::Result<Outco
                 stop_all(&links);
                 return Err(anyhow!("supervisor: start-up failed at {p}: {detail}"));
             }
+            // A connected collector's periodic status: nothing to record before the run.
+            Ev::Msg(_, Message::Status(_)) => {}
             Ev::Msg(p, m) => eprintln!("supervisor: ignored {m:?} from {p} during start-up"),
             Ev::Lost(p, e) => {
                 stop_all(&links);
