@@ -1,7 +1,7 @@
 //! Two substrates over the same sweep, side by side (`daqnet validate`): per point the median,
 //! p99, share of events that waited ≥ 100 ms, drops and timeouts of each, and the agreement
 //! figures of seed 003 §6's validation — the incast onset in each, and the ratio of medians
-//! where neither side has timeouts.
+//! where neither side has timeouts — and of goodput (issue 6: the software switch).
 
 use crate::sweep::{point_dir, read_point, SweepPlan};
 use anyhow::Context;
@@ -20,11 +20,19 @@ pub struct Criteria {
     pub onset_tolerance: f64,
     /// A point has incast when at least this share of its events waited ≥ 100 ms.
     pub incast_share: f64,
+    /// Largest relative difference of goodput (0.1 = ±10 %).
+    pub goodput_tolerance: f64,
 }
 
 impl Default for Criteria {
     fn default() -> Self {
-        Criteria { median_tolerance: 0.2, share_factor: 2.0, onset_tolerance: 0.25, incast_share: 0.01 }
+        Criteria {
+            median_tolerance: 0.2,
+            share_factor: 2.0,
+            onset_tolerance: 0.25,
+            incast_share: 0.01,
+            goodput_tolerance: 0.1,
+        }
     }
 }
 
@@ -48,6 +56,11 @@ impl Pair {
     /// Model median / reference median.
     pub fn median_ratio(&self) -> f64 {
         self.model.latency_ms.median / self.reference.latency_ms.median
+    }
+
+    /// Model goodput / reference goodput.
+    pub fn goodput_ratio(&self) -> f64 {
+        self.model.goodput_bps / self.reference.goodput_bps
     }
 }
 
@@ -75,6 +88,8 @@ pub struct Agreement {
     pub onsets: (Option<String>, Option<String>),
     /// Whether the onsets agree (both absent, or within tolerance).
     pub onset_agrees: bool,
+    /// Points whose goodputs are within tolerance, of all points.
+    pub goodputs: (usize, usize),
 }
 
 /// Reads both sweeps' points into pairs (points missing on either side are skipped).
@@ -110,7 +125,14 @@ pub fn agreement(pairs: &[Pair], c: &Criteria) -> Agreement {
         },
         _ => false,
     };
-    Agreement { medians: (quiet.len(), close), shares: (shares, pairs.len()), onsets, onset_agrees }
+    let goodputs = pairs.iter().filter(|p| (p.goodput_ratio() - 1.0).abs() <= c.goodput_tolerance).count();
+    Agreement {
+        medians: (quiet.len(), close),
+        shares: (shares, pairs.len()),
+        onsets,
+        onset_agrees,
+        goodputs: (goodputs, pairs.len()),
+    }
 }
 
 /// Writes `compare.csv`: one row per point, the reference's and the model's figures side by side.
@@ -119,11 +141,11 @@ pub fn write_csv(pairs: &[Pair], path: &Path, names: (&str, &str)) -> anyhow::Re
     let mut head: Vec<String> =
         pairs.first().map(|p| p.values.iter().map(|(a, _)| a.clone()).collect()).unwrap_or_default();
     for side in [names.0, names.1] {
-        for col in ["median_ms", "p99_ms", "share_ge_100ms", "drops", "timeouts"] {
+        for col in ["median_ms", "p99_ms", "share_ge_100ms", "drops", "timeouts", "goodput_bps"] {
             head.push(format!("{side}_{col}"));
         }
     }
-    head.push("median_ratio".into());
+    head.extend(["median_ratio".into(), "goodput_ratio".into()]);
     w.write_record(&head)?;
     for p in pairs {
         let mut row: Vec<String> = p.values.iter().map(|(_, v)| v.clone()).collect();
@@ -131,8 +153,9 @@ pub fn write_csv(pairs: &[Pair], path: &Path, names: (&str, &str)) -> anyhow::Re
             let l = &r.latency_ms;
             row.extend([l.median, l.p99, l.share_ge_100ms].map(|x| format!("{x}")));
             row.extend([r.switch.drops, r.tcp.timeouts].map(|x| x.to_string()));
+            row.push(format!("{}", r.goodput_bps));
         }
-        row.push(format!("{}", p.median_ratio()));
+        row.extend([p.median_ratio(), p.goodput_ratio()].map(|x| format!("{x}")));
         w.write_record(&row)?;
     }
     w.flush()?;
@@ -143,23 +166,31 @@ pub fn write_csv(pairs: &[Pair], path: &Path, names: (&str, &str)) -> anyhow::Re
 pub fn render(pairs: &[Pair], a: &Agreement, c: &Criteria, names: (&str, &str)) -> String {
     let mut s = String::new();
     let axis = pairs.first().map(|p| p.values.iter().map(|(a, _)| a.as_str()).collect::<Vec<_>>().join(" × "));
-    let _ = writeln!(s, "{:<22} | {:^44} | {:^44} | sim/tb", axis.unwrap_or_default(), names.0, names.1);
-    let sub = format!("{:>9} {:>9} {:>8} {:>7} {:>7}", "median", "p99", "≥100ms", "drops", "RTOs");
-    let _ = writeln!(s, "{:<22} | {sub} | {sub} | median", "");
+    let _ = writeln!(s, "{:<22} | {:^52} | {:^52} | sim/tb", axis.unwrap_or_default(), names.0, names.1);
+    let sub = format!("{:>9} {:>9} {:>8} {:>7} {:>7} {:>7}", "median", "p99", "≥100ms", "drops", "RTOs", "Gb/s");
+    let _ = writeln!(s, "{:<22} | {sub} | {sub} | median goodput", "");
     for p in pairs {
         let v = p.values.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>().join(" × ");
         let side = |r: &RunReport| {
             format!(
-                "{:>9.2} {:>9.2} {:>7.1}% {:>7} {:>7}",
+                "{:>9.2} {:>9.2} {:>7.1}% {:>7} {:>7} {:>7.3}",
                 r.latency_ms.median,
                 r.latency_ms.p99,
                 100.0 * r.latency_ms.share_ge_100ms,
                 r.switch.drops,
-                r.tcp.timeouts
+                r.tcp.timeouts,
+                r.goodput_bps / 1e9
             )
         };
         let mark = if p.no_timeouts() { "" } else { " (RTOs)" };
-        let _ = writeln!(s, "{v:<22} | {} | {} | {:.2}{mark}", side(&p.reference), side(&p.model), p.median_ratio());
+        let _ = writeln!(
+            s,
+            "{v:<22} | {} | {} | {:.2} {:.2}{mark}",
+            side(&p.reference),
+            side(&p.model),
+            p.median_ratio(),
+            p.goodput_ratio()
+        );
     }
     let verdict = |ok: bool| if ok { "agrees" } else { "MISSES" };
     let _ = writeln!(
@@ -178,6 +209,14 @@ pub fn render(pairs: &[Pair], a: &Agreement, c: &Criteria, names: (&str, &str)) 
         c.share_factor,
         100.0 * c.incast_share,
         verdict(a.shares.0 == a.shares.1)
+    );
+    let _ = writeln!(
+        s,
+        "goodput: {} of {} points within ±{:.0} % — {}",
+        a.goodputs.0,
+        a.goodputs.1,
+        100.0 * c.goodput_tolerance,
+        verdict(a.goodputs.0 == a.goodputs.1)
     );
     let show = |o: &Option<String>| o.clone().unwrap_or_else(|| "none in range".into());
     let _ = writeln!(
@@ -202,6 +241,8 @@ mod tests {
         r.latency_ms.median = median;
         r.latency_ms.share_ge_100ms = share;
         r.tcp.timeouts = timeouts;
+        // A closed loop: goodput falls as latency grows.
+        r.goodput_bps = 1e9 / median;
         r
     }
 
@@ -229,6 +270,8 @@ mod tests {
         assert_eq!(a.shares, (3, 4));
         assert_eq!(a.onsets, (Some("400kB".into()), Some("400kB".into())));
         assert!(a.onset_agrees);
+        // Goodput within ±10 % only at 400 kB (18 vs 17.5 ms: 2.9 %).
+        assert_eq!(a.goodputs, (1, 4));
         let text = render(&pairs, &a, &c, ("testbed", "sim"));
         assert!(text.contains("1 of 2 within ±20 % — MISSES"), "{text}");
         assert!(text.contains("onset") && text.contains("— agrees"), "{text}");
