@@ -136,7 +136,7 @@ fn cpu_mask(n: u32) -> String {
 pub enum Step {
     /// Run a program (`ip` or `tc`) with these arguments.
     Run(Vec<String>),
-    /// Turn TSO, GSO and GRO off on interface `dev` of namespace `ns`.
+    /// Turn TSO, GSO, GRO and transmit checksum offload off on interface `dev` of namespace `ns`.
     OffloadsOff {
         /// Namespace.
         ns: String,
@@ -523,6 +523,36 @@ mod tests {
         let first_link = all.iter().position(|c| c.contains("type veth")).unwrap();
         let last_add = all.iter().rposition(|c| c.starts_with("ip netns add")).unwrap();
         assert!(last_add < first_link);
+    }
+
+    #[test]
+    fn the_daqring_switch_replaces_the_bridge_with_static_neighbours_and_its_own_table() {
+        let mut sc = incast();
+        sc.network.switch.as_mut().unwrap().kind = SwitchKind::Daqring;
+        let p = TestbedPlan::new(&sc, "t1").unwrap();
+        let all: Vec<String> = p
+            .steps()
+            .iter()
+            .filter_map(|s| match s {
+                Step::Run(a) => Some(a.join(" ")),
+                _ => None,
+            })
+            .collect();
+        assert!(!all.iter().any(|c| c.contains("br0")), "no bridge");
+        assert!(!all.iter().any(|c| c.starts_with("tc -n daqnet-t1-sw")), "the switch paces itself");
+        let neigh = |ns: &str, ip: &str| {
+            all.iter().any(|c| c.starts_with(&format!("ip -n daqnet-t1-{ns} neigh replace {ip} lladdr 02:00:0a:58:")))
+        };
+        assert!(neigh("r0", "10.88.8.1") && neigh("c0", "10.88.16.1"), "readout units and collectors know each other");
+        assert!(neigh("r0", "10.88.0.1") && neigh("sup", "10.88.16.2"), "and the supervisor");
+        assert!(!neigh("r0", "10.88.16.2"), "readout units never talk to each other");
+        let c = p.switch_config();
+        c.check().unwrap();
+        assert_eq!(c.ports.len(), p.hosts.len());
+        assert_eq!(c.collectors, [Ipv4Addr::new(10, 88, 8, 1), Ipv4Addr::new(10, 88, 8, 2)]);
+        assert_eq!(c.collector_macs, ["02:00:0a:58:08:01", "02:00:0a:58:08:02"]);
+        assert_eq!(c.queue_bytes, 64 << 20);
+        assert_eq!(c.pacing_bucket_bytes, 62_500, "500 µs at 1 Gb/s");
     }
 
     #[test]

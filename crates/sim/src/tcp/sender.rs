@@ -369,6 +369,8 @@ impl Sender {
     /// is outstanding.
     fn send_loss_probe(&mut self, now: Nanos, mss_now: u32, out: &mut Vec<Transmission>) {
         if self.tlp_high_seq.is_some() || self.packets_out == 0 {
+            // No probe: the retransmission timer, counted (as from a probe timer) from the head
+            // segment's last transmission.
             self.timer = Some((now, Timer::LossProbe));
             self.rearm_rto(now);
             return;
