@@ -14,18 +14,16 @@ extern "C" fn on_signal(_: libc::c_int) {
 
 /// Arguments of `daqnet switch`.
 #[derive(Args)]
-#[command(
-    long_about = "Run daqnet's lossless software switch (seed 000 §III) on interfaces of the current network \
+#[command(after_help = "daqnet's lossless software switch (seed 000 §III), on interfaces of the current network \
 namespace until SIGTERM or SIGINT: one AF_PACKET socket per port with a TPACKET_V3 receive ring, a \
 queue (daqring) per data collector bounded in bytes, round-robin service of each port's queues with \
 an optional per-poll burst limit, and pacing at each port's line rate. Frames are dropped only when a \
 queue's byte cap is reached, and counted. Once every port is open it prints `daqnet switch: ready on N \
-ports`; on exit it writes its statistics as JSON.\n\n\
-`daqnet testbed run` starts it by itself when the scenario says [network.switch] kind = \"daqring\"; \
-run it by hand only to experiment. Needs CAP_NET_RAW (root).",
-    after_help = "Example (inside a namespace whose interfaces the config names):\n  \
-daqnet switch /run/daqnet/testbed/T1-switch.json --report stats.json"
-)]
+ports`; on exit it writes its statistics as JSON. Needs CAP_NET_RAW (root).\n\n\
+`daqnet testbed run` starts it by itself when the scenario says [network.switch] kind = \"daqring\", \
+with the configuration it writes to OUT/switch.json; run it by hand only to experiment.\n\n\
+Example (inside the switch namespace of a testbed that is up):\n  \
+ip netns exec daqnet-NAME-sw daqnet switch out/switch.json --report stats.json")]
 pub struct SwitchArgs {
     /// The switch configuration (JSON: ports, routes, collectors, limits).
     pub config: PathBuf,
