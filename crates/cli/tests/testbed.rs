@@ -293,6 +293,16 @@ fn all_to_all(file: &str, name: &str, sets: &[&str]) -> (Value, Vec<f64>) {
     (r, latencies(&dir))
 }
 
+/// The daqring switch's collector queues among a report's switch ports.
+fn daqrings(r: &Value) -> Vec<&Value> {
+    r["switch"]["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["name"].as_str().unwrap().contains("daqring"))
+        .collect()
+}
+
 /// All-to-all's theoretical goodput: 4 collector ports × 1448/1538 of 100 Mb/s.
 const A2A_MAX_BPS: f64 = 4.0 * 100e6 * 1448.0 / 1538.0;
 /// One event (8 × 128 KiB) alone on its 100 Mb/s port, in ms.
@@ -313,12 +323,7 @@ fn all_to_all_through_the_daqring_switch_runs_at_line_rate_without_a_drop() {
     let worst = lat.iter().cloned().fold(0.0, f64::max);
     assert!(worst <= 3.0 * A2A_IDEAL_MS, "slowest event {worst:.1} ms, ideal {A2A_IDEAL_MS:.1} ms");
     // The switch reports a daqring per collector host, each forwarding that host's data.
-    let rings: Vec<&Value> = r["switch"]["ports"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|p| p["name"].as_str().unwrap().contains("daqring"))
-        .collect();
+    let rings = daqrings(&r);
     assert_eq!(rings.len(), 4, "{}", r["switch"]);
     for ring in rings {
         assert!(f(&ring["frames"]) > 200.0 * 8.0 * 90.0 / 4.0 * 0.9, "{ring}");
@@ -356,12 +361,7 @@ fn a_daqring_at_its_byte_cap_drops_and_counts_yet_every_event_is_built() {
         40,
         &["network.switch.kind=daqring", "network.switch.daqring.queue_bytes=100kB", "deploy.peer_timeout_ms=10000"],
     );
-    let rings: Vec<&Value> = r["switch"]["ports"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|p| p["name"].as_str().unwrap().contains("daqring"))
-        .collect();
+    let rings = daqrings(&r);
     assert_eq!(rings.len(), 1);
     assert!(f(&rings[0]["drops"]) > 0.0, "32 × 64 KiB into a 100 kB daqring: {}", rings[0]);
     assert!(f(&rings[0]["peak_bytes"]) <= 100_000.0, "never above the cap: {}", rings[0]);
