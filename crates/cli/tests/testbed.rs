@@ -442,3 +442,27 @@ fn the_daqring_switch_forwards_100k_frames_once_each_and_in_order() {
     drop(testbed);
     assert!(!namespaces().iter().any(|n| n.starts_with("daqnet-t-frames-")));
 }
+
+#[test]
+fn a_static_window_holds_each_flight_at_the_window_through_the_daqring_switch() {
+    let _g = serial();
+    if !root() {
+        return;
+    }
+    // clang and bpftool build daqnet's static-window congestion control (a BPF program).
+    let deps =
+        Command::new("scripts/testbed-deps.sh").current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..").status();
+    assert!(deps.is_ok_and(|s| s.success()), "scripts/testbed-deps.sh failed");
+    let before = daqnet_testbed::static_cc::available();
+    let sets = ["run.events=100", "network.tcp.congestion_control=static", "network.tcp.static_cwnd_segments=4"];
+    let (r, _) = all_to_all("scenarios/all-to-all/daqring.toml", "a2a-static", &sets);
+    assert!(f(&r["goodput_bps"]) >= 0.9 * A2A_MAX_BPS, "goodput {} b/s", r["goodput_bps"]);
+    let rings = daqrings(&r);
+    assert_eq!(rings.len(), 4);
+    for ring in rings {
+        // One connection per readout unit and collector node, 4 full frames each, plus a few
+        // control frames: with cubic the same daqrings peak above 100 kB.
+        assert!(f(&ring["peak_bytes"]) <= 8.0 * 4.0 * 1514.0 + 2000.0, "{ring}");
+    }
+    assert_eq!(daqnet_testbed::static_cc::available(), before, "the run removed what it added to the kernel");
+}

@@ -18,3 +18,4 @@ pub mod netns;
 pub mod plan;
 pub mod qdisc;
 pub mod run;
+pub mod static_cc;

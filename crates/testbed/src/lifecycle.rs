@@ -97,6 +97,9 @@ pub enum Up {
 pub fn up(plan: &TestbedPlan, owner: Option<u32>, scenario: &str) -> anyhow::Result<Up> {
     check_prerequisites()?;
     remove_leftovers()?;
+    if plan.congestion == crate::static_cc::NAME {
+        crate::static_cc::ensure().context("network.tcp.congestion_control = \"static\"")?;
+    }
     let steps = plan.steps();
     let state = State {
         id: plan.id.clone(),

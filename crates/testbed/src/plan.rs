@@ -215,13 +215,12 @@ impl TestbedPlan {
         let congestion = match n.tcp.congestion_control {
             CongestionControl::Newreno => "reno",
             CongestionControl::Cubic => "cubic",
-            CongestionControl::Static => {
-                bad(
-                    "network.tcp.congestion_control",
-                    "is static; Linux has no fixed-window congestion control: use newreno or cubic".into(),
-                );
-                "reno"
-            }
+            // Linux has none: daqnet's own, a BPF program holding the window at initcwnd.
+            CongestionControl::Static => crate::static_cc::NAME,
+        };
+        let initcwnd = match n.tcp.congestion_control {
+            CongestionControl::Static => n.tcp.static_cwnd_segments,
+            _ => n.tcp.initial_cwnd_segments,
         };
         let rto_min_ms = n.tcp.min_rto_ns / 1_000_000;
         if !n.tcp.min_rto_ns.is_multiple_of(1_000_000) || rto_min_ms == 0 {
@@ -260,7 +259,7 @@ impl TestbedPlan {
             hosts: list,
             mtu_bytes: n.mtu_bytes,
             rto_min_ms,
-            initcwnd_segments: n.tcp.initial_cwnd_segments,
+            initcwnd_segments: initcwnd,
             delayed_ack: n.tcp.delayed_ack,
             congestion: congestion.into(),
             sack: n.tcp.sack,
@@ -556,6 +555,17 @@ mod tests {
     }
 
     #[test]
+    fn a_static_window_is_daqnets_congestion_control_started_at_the_window() {
+        let mut sc = incast();
+        sc.network.tcp.congestion_control = CongestionControl::Static;
+        sc.network.tcp.static_cwnd_segments = 24;
+        let p = TestbedPlan::new(&sc, "t1").unwrap();
+        assert_eq!(p.congestion, "daqnet_static");
+        assert_eq!(p.deployed(&sc).deploy.tcp_congestion, "daqnet_static");
+        assert_eq!(p.initcwnd_segments, 24, "the BPF program keeps the window it starts with");
+    }
+
+    #[test]
     fn cpu_masks() {
         assert_eq!(cpu_mask(2), "3");
         assert_eq!(cpu_mask(32), "ffffffff");
@@ -567,17 +577,8 @@ mod tests {
         let mut sc = incast();
         sc.network.switch.as_mut().unwrap().buffer =
             BufferConfig::Shared { pool_bytes: 1, ports_per_pool: 2, port_cap_bytes: 1 };
-        sc.network.tcp.congestion_control = CongestionControl::Static;
         sc.network.tcp.min_rto_ns = 1_500_000;
         let fields: Vec<String> = TestbedPlan::new(&sc, "UP").unwrap_err().into_iter().map(|(f, _)| f).collect();
-        assert_eq!(
-            fields,
-            [
-                "(testbed name)",
-                "network.switch.buffer.scheme",
-                "network.tcp.congestion_control",
-                "network.tcp.min_rto_ns"
-            ]
-        );
+        assert_eq!(fields, ["(testbed name)", "network.switch.buffer.scheme", "network.tcp.min_rto_ns"]);
     }
 }

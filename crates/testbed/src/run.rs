@@ -6,6 +6,7 @@ use crate::lifecycle::Owned;
 use crate::netns;
 use crate::plan::TestbedPlan;
 use crate::qdisc::QdiscReader;
+use crate::static_cc;
 use anyhow::Context;
 use daqnet_core::report::{HostStats, PortStats, RunReport, SwitchStats, TcpCounters};
 use daqnet_core::scenario::SwitchKind;
@@ -54,6 +55,17 @@ fn run_id() -> String {
 pub fn run(sc: &Scenario, opts: &TestbedRunOptions) -> anyhow::Result<TestbedRun> {
     let id = run_id();
     let plan = TestbedPlan::checked(sc, &id, &opts.origin)?;
+    // A static window needs daqnet's congestion control in the kernel; a run that had to add it
+    // removes it again.
+    let added_cc = plan.congestion == static_cc::NAME && static_cc::ensure()?;
+    let result = run_in(sc, plan, opts);
+    if added_cc {
+        static_cc::unregister()?;
+    }
+    result
+}
+
+fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow::Result<TestbedRun> {
     let testbed = Owned::up(plan, &opts.origin)?;
     let plan = &testbed.plan;
     let daqring = match plan.switch_kind {
