@@ -1,10 +1,10 @@
 //! A daqring: the queue of one data collector (or of a port's other traffic), bounded in bytes.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
 /// What a daqring did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RingStats {
     /// Frames forwarded.
     pub frames: u64,

@@ -6,7 +6,7 @@ use crate::afpacket::Port;
 use crate::config::SwitchConfig;
 use crate::fabric::Fabric;
 use crate::ring::RingStats;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -17,7 +17,7 @@ const MAX_SLEEP: Duration = Duration::from_millis(50);
 const BACKOFF: Duration = Duration::from_micros(20);
 
 /// One queue's statistics, as reported.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct QueueReport {
     /// `<port>` for a port's default queue, `<port> daqring <address>` for a collector's.
     pub name: String,
@@ -27,7 +27,7 @@ pub struct QueueReport {
 }
 
 /// What the switch did, written as JSON when it stops.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SwitchReport {
     /// Every queue.
     pub queues: Vec<QueueReport>,

@@ -12,6 +12,7 @@ use daqnet_core::report::{HostStats, PortStats, RunReport, SwitchStats, TcpCount
 use daqnet_core::scenario::SwitchKind;
 use daqnet_core::Scenario;
 use daqnet_evb::launcher::{launch, LaunchOptions, Placement, RoleName};
+use daqnet_switch::run::SwitchReport;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
@@ -168,16 +169,16 @@ impl SoftSwitch {
         }
         let text = std::fs::read_to_string(&self.stats)
             .with_context(|| format!("the daqring switch wrote no statistics ({})", self.stats.display()))?;
-        let report: serde_json::Value = serde_json::from_str(&text)?;
-        let count = |q: &serde_json::Value, k: &str| q[k].as_u64().unwrap_or(0);
-        let queues = report["queues"].as_array().context("switch statistics without queues")?;
-        Ok(queues
-            .iter()
+        let report: SwitchReport = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not the switch's statistics", self.stats.display()))?;
+        Ok(report
+            .queues
+            .into_iter()
             .map(|q| PortStats {
-                name: format!("sw->{}", q["name"].as_str().unwrap_or("?")),
-                drops: count(q, "drops"),
-                peak_bytes: count(q, "peak_bytes"),
-                frames: count(q, "frames"),
+                name: format!("sw->{}", q.name),
+                drops: q.stats.drops,
+                peak_bytes: q.stats.peak_bytes,
+                frames: q.stats.frames,
             })
             .collect())
     }

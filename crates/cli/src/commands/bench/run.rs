@@ -15,6 +15,11 @@ use std::time::{Duration, Instant};
 
 /// The raw TCP sender (a child process): 128 KiB writes for `seconds`, then close.
 pub fn raw_tcp_send(addr: &str, seconds: f64) -> anyhow::Result<()> {
+    send_for(addr, seconds)
+}
+
+/// Connects to `addr` (cubic) and writes 128 KiB blocks for `seconds`, then closes.
+pub(super) fn send_for(addr: &str, seconds: f64) -> anyhow::Result<()> {
     let mut s = TcpStream::connect(addr)?;
     tune_tcp(socket2::SockRef::from(&s), "cubic")?;
     let buf = vec![0x5au8; 128 << 10];
@@ -23,6 +28,19 @@ pub fn raw_tcp_send(addr: &str, seconds: f64) -> anyhow::Result<()> {
         s.write_all(&buf)?;
     }
     Ok(())
+}
+
+/// Reads `s` until the peer closes: (time of the first byte, time of the end, bytes).
+pub(super) fn drain(mut s: TcpStream) -> std::io::Result<(Instant, Instant, u64)> {
+    let mut buf = vec![0u8; 256 << 10];
+    let mut bytes = s.read(&mut buf)? as u64;
+    let first = Instant::now();
+    loop {
+        match s.read(&mut buf)? {
+            0 => return Ok((first, Instant::now(), bytes)),
+            n => bytes += n as u64,
+        }
+    }
 }
 
 /// Raw TCP from `streams` child processes into this one (a thread per stream), in Gb/s:
@@ -42,19 +60,9 @@ fn raw_tcp(streams: usize, seconds: f64) -> anyhow::Result<f64> {
     }
     let mut readers = Vec::new();
     for _ in 0..streams {
-        let (mut s, _) = l.accept()?;
+        let (s, _) = l.accept()?;
         tune_tcp(socket2::SockRef::from(&s), "cubic")?;
-        readers.push(std::thread::spawn(move || -> std::io::Result<(Instant, Instant, u64)> {
-            let mut buf = vec![0u8; 256 << 10];
-            let mut bytes = s.read(&mut buf)? as u64;
-            let first = Instant::now();
-            loop {
-                match s.read(&mut buf)? {
-                    0 => return Ok((first, Instant::now(), bytes)),
-                    n => bytes += n as u64,
-                }
-            }
-        }));
+        readers.push(std::thread::spawn(move || drain(s)));
     }
     let mut spans = Vec::new();
     for r in readers {

@@ -6,10 +6,9 @@ use daqnet_testbed::lifecycle::{check_prerequisites, Owned};
 use daqnet_testbed::netns;
 use daqnet_testbed::plan::TestbedPlan;
 use daqnet_testbed::run::{SoftSwitch, TestbedRunOptions};
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// One stream for `seconds` from the readout host to the collector host, in Gb/s (bytes over
 /// the time from the first byte read to the last).
@@ -24,29 +23,12 @@ fn stream(plan: &TestbedPlan, seconds: f64) -> anyhow::Result<f64> {
         netns::within(&ns, || {
             let l = TcpListener::bind(&listen)?;
             let _ = ready_tx.send(());
-            let (mut s, _) = l.accept()?;
-            let mut buf = vec![0u8; 256 << 10];
-            let mut bytes = s.read(&mut buf)? as u64;
-            let first = Instant::now();
-            loop {
-                match s.read(&mut buf)? {
-                    0 => return Ok(bytes as f64 * 8.0 / first.elapsed().as_secs_f64() / 1e9),
-                    n => bytes += n as u64,
-                }
-            }
+            let (first, last, bytes) = super::run::drain(l.accept()?.0)?;
+            Ok(bytes as f64 * 8.0 / (last - first).as_secs_f64() / 1e9)
         })
     });
     ready_rx.recv_timeout(Duration::from_secs(5))?;
-    netns::within(&tx.ns, || {
-        let mut s = TcpStream::connect(&addr)?;
-        daqnet_evb::net::transport::tune_tcp(socket2::SockRef::from(&s), "cubic")?;
-        let buf = vec![0x5au8; 128 << 10];
-        let end = Instant::now() + Duration::from_secs_f64(seconds);
-        while Instant::now() < end {
-            s.write_all(&buf)?;
-        }
-        Ok(())
-    })?;
+    netns::within(&tx.ns, || super::run::send_for(&addr, seconds))?;
     reader.join().map_err(|_| anyhow::anyhow!("the stream's reader panicked"))?
 }
 
