@@ -107,14 +107,21 @@ fn losing_the_last_segment_of_a_message_costs_about_one_minimum_rto() {
     // With probes (the default), a single segment out is probed after 2·SRTT + 200 ms capped at
     // the RTO, so at the same moment; but while the delayed ACK is pending two segments are
     // out, and Linux probes after 2·SRTT + 2 ms.
-    for (tlp, segments, lo, hi) in
-        [(false, 21u64, 199.0, 202.0), (false, 20, 239.0, 247.0), (true, 21, 199.0, 202.0), (true, 20, 2.0, 3.0)]
-    {
-        let s = one_flow(segments * 1448, 2, &format!("tail_loss_probe = {tlp}"), 1500);
+    // Exact timers here (timer_hz = 0) keep that arithmetic exact; a kernel tick only adds to it
+    // (at 250 Hz the timeout lands on the next 4 ms tick after the 200 ms: 200–208 ms).
+    for (tlp, segments, hz, lo, hi) in [
+        (false, 21u64, 0, 199.0, 202.0),
+        (false, 20, 0, 239.0, 247.0),
+        (true, 21, 0, 199.0, 202.0),
+        (true, 20, 0, 2.0, 3.0),
+        (false, 21, 250, 200.0, 208.0),
+        (true, 20, 250, 4.0, 8.5),
+    ] {
+        let s = one_flow(segments * 1448, 2, &format!("tail_loss_probe = {tlp}\ntimer_hz = {hz}"), 1500);
         let clean = run(&s, vec![]);
         let out = run(&s, vec![DropRule { readout: 0, node: 0, data_segment: segments - 1 }]);
         let t = &out.report.tcp;
-        let what = format!("{segments} segments, tlp={tlp}");
+        let what = format!("{segments} segments, tlp={tlp}, {hz} Hz");
         assert_eq!((t.timeouts, t.loss_probes), if tlp { (0, 1) } else { (1, 0) }, "{what}");
         assert_eq!(t.retransmits, 1, "{what}");
         let extra = latency_ms(&out, 0) - latency_ms(&clean, 0);

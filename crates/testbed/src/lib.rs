@@ -13,6 +13,7 @@
 //! [`plan`] derives the testbed from a scenario without touching the system; [`lifecycle`]
 //! brings it up and down; [`run`] runs a scenario in it.
 
+pub mod kernel_hz;
 pub mod lifecycle;
 pub mod netns;
 pub mod plan;

@@ -104,13 +104,21 @@ pub fn run(a: ValidateArgs) -> anyhow::Result<ExitCode> {
     if let Some(e) = a.events {
         sets.push(format!("run.events={e}"));
     }
+    daqnet_testbed::lifecycle::check_prerequisites()?;
+    // The simulator's TCP timers tick as the kernel under test does, unless told otherwise.
+    if !a.set.iter().any(|s| s.starts_with("network.tcp.timer_hz=")) {
+        let hz = daqnet_testbed::kernel_hz::measure()?;
+        if !a.quiet {
+            eprintln!("this kernel ticks at {hz} Hz: the simulator's TCP timers do too (network.tcp.timer_hz={hz})");
+        }
+        sets.push(format!("network.tcp.timer_hz={hz}"));
+    }
     let first_axis = axes[0].path.clone();
     let plan = SweepPlan::single(&a.file, sets, axes, 1, false);
     // Every point must be one the testbed can build, before anything runs.
     for p in plan.points()? {
         daqnet_testbed::plan::TestbedPlan::checked(&p.scenario, "check", &p.origin)?;
     }
-    daqnet_testbed::lifecycle::check_prerequisites()?;
     let out = a.out.unwrap_or_else(|| Path::new("out/validate").join(a.file.file_stem().unwrap_or_default()));
     let (tb_dir, sim_dir) = (out.join("testbed"), out.join("sim"));
     let one = ExecOptions { jobs: 1, shard: Shard::ALL, quiet: a.quiet };

@@ -359,10 +359,16 @@ pub struct TcpConfig {
     /// marked lost by the duplicate-ACK threshold.
     pub rack: bool,
     /// Tail-loss probe (RFC 8985, Linux `tcp_early_retrans = 3`, default on): with no ACK for
-    /// 2·SRTT + 2 ms (2·SRTT + 200 ms when a single segment is out, as Linux), but never later
-    /// than the RTO, send new data or resend the last segment so that a lost tail is repaired
-    /// by SACK recovery instead of a timeout. Ignored with `sack = false`, as in Linux.
+    /// 2·SRTT + 2 ms (2·SRTT + `min_rto_ns` when a single segment is out, as Linux ≥ 6.6), but
+    /// never later than the RTO, send new data or resend the last segment so that a lost tail is
+    /// repaired by SACK recovery instead of a timeout. Ignored with `sack = false`, as in Linux.
     pub tail_loss_probe: bool,
+    /// Tick rate of the senders' and receivers' TCP timers, in Hz (Linux `CONFIG_HZ`: 1000 on
+    /// Red Hat-like kernels, 250 on Debian and Ubuntu). Linux arms the retransmission, probe,
+    /// reordering and delayed-ACK timers in whole ticks and fires them on a later tick (its
+    /// timer wheel never fires early), so at 250 Hz a "2 ms" probe or reordering timer fires
+    /// 4–8 ms later. 0: exact timers.
+    pub timer_hz: u32,
 }
 
 /// `[run]`: what to run.
@@ -533,6 +539,7 @@ impl Default for TcpConfig {
             slow_start_after_idle: true,
             rack: true,
             tail_loss_probe: true,
+            timer_hz: 1000,
         }
     }
 }

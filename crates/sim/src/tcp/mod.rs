@@ -21,6 +21,7 @@ pub mod rack;
 mod receiver;
 pub mod rtt;
 mod sender;
+pub mod tick;
 
 pub use receiver::{AckUrgency, Receiver};
 pub use sender::{CaState, Sender, Transmission};
@@ -63,6 +64,8 @@ pub struct TcpParams {
     pub rack: bool,
     /// Tail-loss probes on (only with SACK).
     pub tail_loss_probe: bool,
+    /// The tick the timers run on.
+    pub tick: tick::TimerTick,
 }
 
 impl TcpParams {
@@ -85,6 +88,7 @@ impl TcpParams {
             slow_start_after_idle: c.slow_start_after_idle,
             rack: c.rack && c.sack,
             tail_loss_probe: c.tail_loss_probe && c.sack,
+            tick: tick::TimerTick::new(c.timer_hz),
         }
     }
 }

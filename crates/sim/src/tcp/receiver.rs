@@ -34,6 +34,7 @@ pub struct Receiver {
     sack: bool,
     delayed_ack: bool,
     delack_ns: Nanos,
+    tick: super::tick::TimerTick,
     quickack: u32,
 }
 
@@ -53,6 +54,7 @@ impl Receiver {
             sack: p.sack,
             delayed_ack: p.delayed_ack,
             delack_ns: p.delayed_ack_ns,
+            tick: p.tick,
             quickack: p.quickack,
         }
     }
@@ -134,7 +136,7 @@ impl Receiver {
             self.urgency = AckUrgency::Now;
         } else if self.urgency == AckUrgency::None {
             self.urgency = AckUrgency::Delayed;
-            self.delack_deadline = Some(now + self.delack_ns);
+            self.delack_deadline = Some(self.tick.deadline(now, self.delack_ns));
         }
     }
 
@@ -216,7 +218,7 @@ mod tests {
     }
 
     fn rx(quick: u32) -> Receiver {
-        let c = TcpConfig { quickack_segments: quick, ..Default::default() };
+        let c = TcpConfig { quickack_segments: quick, timer_hz: 0, ..Default::default() };
         Receiver::new(&TcpParams::from_config(&c, 1000))
     }
 
@@ -234,7 +236,7 @@ mod tests {
 
     #[test]
     fn delayed_ack_timer_is_capped_below_min_rto() {
-        let c = TcpConfig { min_rto_ns: 5_000_000, quickack_segments: 0, ..Default::default() };
+        let c = TcpConfig { min_rto_ns: 5_000_000, quickack_segments: 0, timer_hz: 0, ..Default::default() };
         let mut r = Receiver::new(&TcpParams::from_config(&c, 1000));
         r.on_segment(0, 0, 1000);
         assert_eq!(r.delack_deadline(), Some(2_500_000));

@@ -53,6 +53,11 @@ impl RttEstimator {
         self.base_rto.saturating_mul(1u64 << self.backoff).min(self.max_rto)
     }
 
+    /// The minimum RTO, ns.
+    pub fn min_rto(&self) -> Nanos {
+        self.min_rto
+    }
+
     /// Smoothed RTT, if any sample was taken.
     pub fn srtt(&self) -> Option<Nanos> {
         self.srtt.map(|s| s as Nanos)

@@ -14,6 +14,7 @@
 use super::cc::Controller;
 use super::rack::Rack;
 use super::rtt::RttEstimator;
+use super::tick::TimerTick;
 use super::TcpParams;
 use daqnet_core::Nanos;
 use std::collections::VecDeque;
@@ -25,9 +26,6 @@ const EVER_RETRANS: u8 = 8;
 
 /// Linux `TCP_TIMEOUT_MIN` (2 jiffies at HZ = 1000), ns: slack on the probe and reorder timers.
 const TIMER_SLACK_NS: Nanos = 2_000_000;
-/// Linux `TCP_RTO_MIN`, ns: the probe waits this much longer when a single segment is out (a
-/// delayed ACK may be all that is missing). A constant in Linux, whatever the route's `rto_min`.
-const PROBE_SINGLE_SEGMENT_NS: Nanos = 200_000_000;
 
 /// What the sender's timer is armed for (Linux `icsk_pending`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,6 +102,7 @@ pub struct Sender {
     cwnd_usage_seq: u64,
     rtt: RttEstimator,
     rack: Rack,
+    tick: TimerTick,
     timer: Option<(Nanos, Timer)>,
     /// `snd_nxt` when a loss probe went out, until the probe is resolved.
     tlp_high_seq: Option<u64>,
@@ -159,6 +158,7 @@ impl Sender {
             cwnd_usage_seq: 0,
             rtt: RttEstimator::new(p.initial_rto_ns, p.min_rto_ns, p.max_rto_ns),
             rack: Rack::default(),
+            tick: p.tick,
             timer: None,
             tlp_high_seq: None,
             tlp_retrans: false,
@@ -333,9 +333,9 @@ impl Sender {
         self.timer = match (self.rtx.front(), self.timer_kind()) {
             (None, _) => None,
             (Some(head), Some(Timer::LossProbe | Timer::Reorder)) => {
-                Some(((head.sent_at + rto).max(now + 1), Timer::Retransmit))
+                Some((self.tick.deadline(now, (head.sent_at + rto).saturating_sub(now).max(1)), Timer::Retransmit))
             }
-            (Some(_), _) => Some((now + rto, Timer::Retransmit)),
+            (Some(_), _) => Some((self.tick.deadline(now, rto), Timer::Retransmit)),
         };
     }
 
@@ -348,7 +348,9 @@ impl Sender {
         }
         let rto = self.rtt.rto();
         let mut timeout = match self.rtt.srtt() {
-            Some(srtt) => 2 * srtt + if self.packets_out == 1 { PROBE_SINGLE_SEGMENT_NS } else { TIMER_SLACK_NS },
+            // With a single segment out a delayed ACK may be all that is missing: wait the
+            // minimum RTO more (Linux ≥ 6.6 `tcp_rto_min_us`; older kernels: always 200 ms).
+            Some(srtt) => 2 * srtt + if self.packets_out == 1 { self.rtt.min_rto() } else { TIMER_SLACK_NS },
             None => rto,
         };
         let rto_delta = if advancing_rto {
@@ -360,7 +362,7 @@ impl Sender {
         if rto_delta > 0 {
             timeout = timeout.min(rto_delta as Nanos);
         }
-        self.timer = Some((now + timeout, Timer::LossProbe));
+        self.timer = Some((self.tick.deadline(now, timeout), Timer::LossProbe));
         true
     }
 
@@ -393,7 +395,7 @@ impl Sender {
         self.tlp_high_seq = Some(self.snd_nxt);
         self.loss_probes += 1;
         self.lsndtime = now;
-        self.timer = Some((now + self.rtt.rto(), Timer::Retransmit));
+        self.timer = Some((self.tick.deadline(now, self.rtt.rto()), Timer::Retransmit));
     }
 
     /// Linux `tcp_cwnd_validate`: remember whether the window, not the application, limited the
@@ -704,7 +706,7 @@ impl Sender {
             }
         }
         if wait > 0 {
-            self.timer = Some((now + wait as Nanos + TIMER_SLACK_NS, Timer::Reorder));
+            self.timer = Some((self.tick.deadline(now, wait as Nanos + TIMER_SLACK_NS), Timer::Reorder));
         }
         wait > 0
     }
@@ -806,7 +808,7 @@ impl Sender {
             self.cwnd = self.in_flight() + 1;
         }
         self.rtt.back_off();
-        self.timer = Some((now + self.rtt.rto(), Timer::Retransmit));
+        self.timer = Some((self.tick.deadline(now, self.rtt.rto()), Timer::Retransmit));
     }
 }
 
@@ -818,7 +820,7 @@ mod tests {
     const US: Nanos = 1_000;
 
     fn sender(rack: bool) -> Sender {
-        let c = TcpConfig { rack, ..Default::default() };
+        let c = TcpConfig { rack, timer_hz: 0, ..Default::default() };
         let mut s = Sender::new(&TcpParams::from_config(&c, 1000));
         s.seed_rtt(100 * US);
         s

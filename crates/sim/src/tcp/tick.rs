@@ -1,0 +1,96 @@
+//! When a Linux TCP timer fires: timers are armed in whole kernel ticks (jiffies, `CONFIG_HZ`)
+//! and Linux's timer wheel fires them on a later tick, never early.
+//!
+//! A timeout is first rounded up to whole ticks (`usecs_to_jiffies`); the timer wheel then files
+//! it in a level by its distance — level 0 holds the next 63 ticks one tick apart, each further
+//! level 8× coarser — and rounds the expiry up to the next granule of that level
+//! (`calc_index`). So at 250 Hz a 2.6 ms timer fires 4–8 ms after it is armed, a 200 ms one
+//! 200–204 ms after, and a 400 ms one up to 32 ms late (at 1000 Hz: 200–208 ms).
+
+use daqnet_core::Nanos;
+
+/// Ticks a level of the wheel covers before the next, coarser one (Linux `LVL_START(1)`).
+const LEVEL0_TICKS: u64 = 63;
+/// Each level is 2^3 times coarser than the one below (Linux `LVL_CLK_SHIFT`).
+const LEVEL_SHIFT: u32 = 3;
+/// Levels of the wheel (Linux `LVL_DEPTH` for HZ > 100).
+const LEVELS: u32 = 8;
+
+/// The kernel tick that TCP timers run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimerTick {
+    tick_ns: Nanos,
+}
+
+impl TimerTick {
+    /// Timers that tick at `hz` (0: exact timers).
+    pub fn new(hz: u32) -> Self {
+        TimerTick { tick_ns: if hz == 0 { 0 } else { 1_000_000_000 / hz as Nanos } }
+    }
+
+    /// When a timer armed at `now` for `timeout` ns fires.
+    pub fn deadline(&self, now: Nanos, timeout: Nanos) -> Nanos {
+        let t = self.tick_ns;
+        if t == 0 {
+            return now + timeout;
+        }
+        let delay = timeout.div_ceil(t);
+        let expires = now / t + delay;
+        let mut shift = 0;
+        let mut level_end = LEVEL0_TICKS;
+        while delay >= level_end && shift < LEVEL_SHIFT * (LEVELS - 1) {
+            shift += LEVEL_SHIFT;
+            level_end <<= LEVEL_SHIFT;
+        }
+        (((expires >> shift) + 1) << shift) * t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Nanos = 1_000_000;
+
+    #[test]
+    fn exact_without_a_tick() {
+        assert_eq!(TimerTick::new(0).deadline(123, 2 * MS), 123 + 2 * MS);
+    }
+
+    #[test]
+    fn short_timers_fire_one_to_two_ticks_late_at_250_hz() {
+        let w = TimerTick::new(250);
+        // Armed just after a tick: 2.6 ms rounds up to one tick, the wheel adds one: 8 ms.
+        assert_eq!(w.deadline(4 * MS + 1, 2_600_000), 12 * MS);
+        // Armed just before a tick: fires a little over 4 ms later.
+        assert_eq!(w.deadline(8 * MS - 1, 2_600_000), 12 * MS);
+        // Never early, for any phase.
+        for phase in (0..4 * MS).step_by(250_000) {
+            let now = 1000 * MS + phase;
+            let d = w.deadline(now, 2_600_000);
+            assert!((now + 2_600_000..=now + 8 * MS).contains(&d), "{phase}: {}", d - now);
+        }
+    }
+
+    #[test]
+    fn long_timers_land_on_coarser_granules() {
+        let w = TimerTick::new(250);
+        // 200 ms = 50 ticks: level 0, one tick of slack.
+        let d = w.deadline(0, 200 * MS);
+        assert_eq!(d, 204 * MS);
+        // 400 ms = 100 ticks: level 1, granules of 8 ticks (32 ms).
+        let d = w.deadline(0, 400 * MS);
+        assert_eq!(d, 416 * MS);
+        assert_eq!(d % (32 * MS), 0);
+        let d = w.deadline(4 * MS, 400 * MS);
+        assert!((404 * MS..=436 * MS).contains(&d), "{d}");
+    }
+
+    #[test]
+    fn a_thousand_hz_is_close_to_exact() {
+        let w = TimerTick::new(1000);
+        assert_eq!(w.deadline(500_000, 2_600_000), 4 * MS);
+        // 200 ticks is beyond level 0: granules of 8 ms.
+        assert_eq!(w.deadline(0, 200 * MS), 208 * MS);
+    }
+}
