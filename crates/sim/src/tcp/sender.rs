@@ -24,7 +24,8 @@ const LOST: u8 = 2;
 const RETRANS: u8 = 4;
 const EVER_RETRANS: u8 = 8;
 
-/// Linux `TCP_TIMEOUT_MIN` (2 jiffies at HZ = 1000), ns: slack on the probe and reorder timers.
+/// Linux `TCP_TIMEOUT_MIN_US`, ns: slack on the probe and reorder timers, added before the
+/// timeout is rounded to ticks (Linux ≥ 6.6; older kernels added 2 ticks after rounding).
 const TIMER_SLACK_NS: Nanos = 2_000_000;
 
 /// What the sender's timer is armed for (Linux `icsk_pending`).
