@@ -343,7 +343,9 @@ pub struct TcpConfig {
     /// Delayed acknowledgements: ACK every second full segment, or when the timer expires.
     pub delayed_ack: bool,
     /// Delayed-ACK timer, in ns (Linux: 40 ms). It is capped at half of `min_rto_ns` so that on a
-    /// lossless path the delayed-ACK timer can never be what fires a retransmission timeout.
+    /// lossless path the delayed-ACK timer can never be what fires a retransmission timeout —
+    /// unless `min_rto_ns` is within two `timer_hz` ticks, where both timers land on the same
+    /// tick (as in Linux: 5 ms at 250 Hz).
     pub delayed_ack_ns: u64,
     /// Segments acknowledged at once after a connection starts or sees out-of-order data
     /// (Linux quick-ACK mode: 16).
