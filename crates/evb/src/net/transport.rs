@@ -1,9 +1,18 @@
 //! Transports behind one trait, chosen at run time from `deploy.transport`. TCP is the first:
-//! `TCP_NODELAY` and the scenario's congestion control on every socket.
+//! `TCP_NODELAY` and the scenario's congestion control on every socket, set before it connects
+//! or listens.
+//!
+//! Why before: a socket that connects (or is accepted) under the system's default congestion
+//! control runs that algorithm's set-up, and switching later does not undo all of it. BBR (the
+//! default in new network namespaces here) turns on the kernel's internal pacing, and pacing
+//! stays on after a switch to cubic: the socket then sends cubic's window spread over an RTT
+//! instead of in bursts, which is not how cubic behaves anywhere else.
 
 use daqnet_core::scenario::{Deploy, Transport as TransportKind};
+use socket2::{Domain, Protocol, SockRef, Socket, Type};
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -57,8 +66,9 @@ pub struct Tcp {
 }
 
 /// Sets `TCP_NODELAY` and the congestion control `congestion` on a TCP socket; the error
-/// names the setting and lists what the kernel offers.
-pub fn tune_tcp(s: socket2::SockRef<'_>, congestion: &str) -> io::Result<()> {
+/// names the setting and lists what the kernel offers. Call it before the socket connects or
+/// listens (see the module doc).
+fn tune_tcp(s: SockRef<'_>, congestion: &str) -> io::Result<()> {
     s.set_nodelay(true)?;
     s.set_tcp_congestion(congestion.as_bytes()).map_err(|e| {
         io::Error::new(
@@ -73,9 +83,23 @@ pub fn tune_tcp(s: socket2::SockRef<'_>, congestion: &str) -> io::Result<()> {
     })
 }
 
+/// A TCP socket for `addr`'s address family, tuned by [`tune_tcp`] before it connects or listens.
+pub fn tuned_socket(addr: &SocketAddr, congestion: &str) -> io::Result<Socket> {
+    let s = Socket::new(Domain::for_address(*addr), Type::STREAM, Some(Protocol::TCP))?;
+    tune_tcp(SockRef::from(&s), congestion)?;
+    Ok(s)
+}
+
+/// The first address `addr` (`host:port`) resolves to.
+async fn resolve(addr: &str) -> io::Result<SocketAddr> {
+    tokio::net::lookup_host(addr)
+        .await?
+        .next()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{addr} resolves to no address")))
+}
+
 impl Tcp {
     fn conn(&self, s: tokio::net::TcpStream) -> io::Result<Conn> {
-        tune_tcp(socket2::SockRef::from(&s), &self.congestion)?;
         let peer = s.peer_addr().map(|a| a.to_string()).unwrap_or_default();
         let (r, w) = s.into_split();
         Ok(Conn { read: Box::new(r), write: Box::new(w), peer })
@@ -93,10 +117,8 @@ impl Listener for TcpListener {
     }
 
     fn accept(&mut self) -> BoxFuture<'_, io::Result<Conn>> {
-        Box::pin(async move {
-            let (s, _) = self.inner.accept().await?;
-            self.tcp.conn(s)
-        })
+        // An accepted socket inherits the listener's options and congestion control.
+        Box::pin(async move { self.tcp.conn(self.inner.accept().await?.0) })
     }
 }
 
@@ -107,12 +129,24 @@ impl Transport for Tcp {
 
     fn listen<'a>(&'a self, addr: &'a str) -> BoxFuture<'a, io::Result<Box<dyn Listener>>> {
         Box::pin(async move {
-            let inner = tokio::net::TcpListener::bind(addr).await?;
+            let at = resolve(addr).await?;
+            let s = tuned_socket(&at, &self.congestion)?;
+            s.set_reuse_address(true)?;
+            s.bind(&at.into())?;
+            s.listen(1024)?;
+            s.set_nonblocking(true)?;
+            let inner = tokio::net::TcpListener::from_std(s.into())?;
             Ok(Box::new(TcpListener { inner, tcp: Tcp { congestion: self.congestion.clone() } }) as Box<dyn Listener>)
         })
     }
 
     fn connect<'a>(&'a self, addr: &'a str) -> BoxFuture<'a, io::Result<Conn>> {
-        Box::pin(async move { self.conn(tokio::net::TcpStream::connect(addr).await?) })
+        Box::pin(async move {
+            let at = resolve(addr).await?;
+            let s = tuned_socket(&at, &self.congestion)?;
+            s.set_nonblocking(true)?;
+            let socket = tokio::net::TcpSocket::from_std_stream(s.into());
+            self.conn(socket.connect(at).await?)
+        })
     }
 }

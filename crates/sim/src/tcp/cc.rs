@@ -4,21 +4,66 @@
 use daqnet_core::scenario::CongestionControl;
 use daqnet_core::Nanos;
 
-/// CUBIC parameters (RFC 9438; Linux `tcp_cubic`): β = 0.7, C = 0.4, fast convergence and the
-/// Reno-friendly region on. HyStart is not modelled.
-const CUBIC_BETA: f64 = 0.7;
-const CUBIC_C: f64 = 0.4;
+/// CUBIC parameters as Linux `tcp_cubic` has them: β = 717/1024, C = 410/1024 (`bic_scale`
+/// 41 × 10), fast convergence and the Reno-friendly region on. HyStart is not modelled (it acts
+/// only from 16 segments up).
+const BETA_SCALE: u32 = 1024;
+const BETA: u32 = 717;
+const CUBIC_C: f64 = 410.0 / 1024.0;
+/// Segments acknowledged per segment of the Reno-friendly window, ×8 (Linux `beta_scale`:
+/// 8·(1024 + 717)/3/(1024 − 717) = 15, so one segment per 15/8 windows).
+const FRIENDLY_SCALE: u32 = 8 * (BETA_SCALE + BETA) / 3 / (BETA_SCALE - BETA);
+/// Until the first loss sets a W_max, the window grows by at least 5 % per RTT (Linux caps
+/// `cnt` at 20).
+const FIRST_EPOCH_CNT: u32 = 20;
 
-/// CUBIC state.
-#[derive(Debug, Clone, Default)]
+/// CUBIC state. Time is counted in jiffies, the kernel's clock ticks, as Linux does: the growth
+/// rate is recomputed at most once per jiffy, and while the window stays the same at most every
+/// `HZ/32` jiffies (≈ 31 ms). Short transfers on a fast network thus grow in steps: the window
+/// holds for ~32 ms while the acknowledged segments pile up, then catches up with the
+/// Reno-friendly estimate at one segment per two ACKed.
+#[derive(Debug, Clone)]
 pub struct Cubic {
-    last_max_cwnd: f64,
-    epoch_start: Option<Nanos>,
-    origin_point: f64,
+    /// One jiffy, ns.
+    jiffy_ns: Nanos,
+    /// `HZ / 32`: jiffies the rate is kept while the window does not change.
+    hold_jiffies: u64,
+    last_max_cwnd: u32,
+    /// Start of the growth epoch, jiffies (none after a loss).
+    epoch_start: Option<u64>,
+    origin_point: u32,
+    /// Time to regrow to W_max, s.
     k_s: f64,
-    ack_cnt: f64,
-    tcp_cwnd: f64,
+    ack_cnt: u32,
+    /// The Reno-friendly window estimate, segments.
+    tcp_cwnd: u32,
+    /// The window and jiffy at which `cnt` was last computed.
+    last_cwnd: u32,
+    last_time: u64,
+    /// Acknowledged segments per window increment.
+    cnt: u32,
     min_rtt_ns: Option<Nanos>,
+}
+
+impl Cubic {
+    /// CUBIC with a clock that ticks every `jiffy_ns`.
+    pub fn new(jiffy_ns: Nanos) -> Self {
+        let hz = (1_000_000_000 / jiffy_ns.max(1)).max(1);
+        Cubic {
+            jiffy_ns: jiffy_ns.max(1),
+            hold_jiffies: hz / 32,
+            last_max_cwnd: 0,
+            epoch_start: None,
+            origin_point: 0,
+            k_s: 0.0,
+            ack_cnt: 0,
+            tcp_cwnd: 0,
+            last_cwnd: 0,
+            last_time: 0,
+            cnt: 0,
+            min_rtt_ns: None,
+        }
+    }
 }
 
 /// The congestion controller of one sender.
@@ -33,11 +78,11 @@ pub enum Controller {
 }
 
 impl Controller {
-    /// The controller for `cc`.
-    pub fn new(cc: CongestionControl, static_cwnd: u32) -> Self {
+    /// The controller for `cc`; CUBIC's clock ticks every `jiffy_ns`.
+    pub fn new(cc: CongestionControl, static_cwnd: u32, jiffy_ns: Nanos) -> Self {
         match cc {
             CongestionControl::Newreno => Controller::Reno,
-            CongestionControl::Cubic => Controller::Cubic(Cubic::default()),
+            CongestionControl::Cubic => Controller::Cubic(Cubic::new(jiffy_ns)),
             CongestionControl::Static => Controller::Static(static_cwnd),
         }
     }
@@ -53,11 +98,19 @@ impl Controller {
             Controller::Reno => (cwnd / 2).max(2),
             Controller::Static(w) => *w,
             Controller::Cubic(c) => {
-                let w = cwnd as f64;
                 c.epoch_start = None;
-                c.last_max_cwnd = if w < c.last_max_cwnd { w * (1.0 + CUBIC_BETA) / 2.0 } else { w };
-                ((w * CUBIC_BETA) as u32).max(2)
+                c.last_max_cwnd =
+                    if cwnd < c.last_max_cwnd { cwnd * (BETA_SCALE + BETA) / (2 * BETA_SCALE) } else { cwnd };
+                (cwnd * BETA / BETA_SCALE).max(2)
             }
+        }
+    }
+
+    /// A retransmission timeout: Linux's CUBIC forgets everything on entering the Loss state
+    /// (`bictcp_reset`), so growth restarts as on a new connection (W_max unknown).
+    pub fn on_timeout(&mut self) {
+        if let Controller::Cubic(c) = self {
+            *c = Cubic::new(c.jiffy_ns);
         }
     }
 
@@ -68,12 +121,14 @@ impl Controller {
         }
     }
 
-    /// Transmission restarts after the connection was idle for `idle_ns` (CUBIC shifts its epoch
-    /// so the idle time does not count as growth time, like Linux `CA_EVENT_TX_START`).
-    pub fn on_idle_restart(&mut self, idle_ns: Nanos) {
+    /// Transmission restarts at `now` after the connection was idle since `last_send`: CUBIC
+    /// shifts its epoch so the idle time does not count as growth time (Linux
+    /// `CA_EVENT_TX_START`, in whole jiffies, never past `now`).
+    pub fn on_idle_restart(&mut self, now: Nanos, last_send: Nanos) {
         if let Controller::Cubic(c) = self {
+            let (now_j, idle_j) = (now / c.jiffy_ns, (now / c.jiffy_ns).saturating_sub(last_send / c.jiffy_ns));
             if let Some(e) = c.epoch_start.as_mut() {
-                *e += idle_ns;
+                *e = (*e + idle_j).min(now_j);
             }
         }
     }
@@ -106,38 +161,49 @@ impl Controller {
 impl Cubic {
     /// Linux `bictcp_update`: acknowledged segments needed per window increment.
     fn count(&mut self, now: Nanos, cwnd: u32, acked: u32) -> u32 {
-        let w = cwnd as f64;
-        self.ack_cnt += acked as f64;
-        let epoch = match self.epoch_start {
-            Some(e) => e,
-            None => {
-                self.epoch_start = Some(now);
-                self.ack_cnt = acked as f64;
-                self.tcp_cwnd = w;
-                if self.last_max_cwnd <= w {
+        let jiffies = now / self.jiffy_ns;
+        self.ack_cnt += acked;
+        if self.last_cwnd == cwnd && jiffies - self.last_time <= self.hold_jiffies {
+            return self.cnt;
+        }
+        // The cubic curve is evaluated at most once per jiffy.
+        if self.epoch_start.is_none() || jiffies != self.last_time {
+            self.last_cwnd = cwnd;
+            self.last_time = jiffies;
+            let epoch = *self.epoch_start.get_or_insert_with(|| {
+                self.ack_cnt = acked;
+                self.tcp_cwnd = cwnd;
+                if self.last_max_cwnd <= cwnd {
                     self.k_s = 0.0;
-                    self.origin_point = w;
+                    self.origin_point = cwnd;
                 } else {
-                    self.k_s = ((self.last_max_cwnd - w) / CUBIC_C).cbrt();
+                    self.k_s = ((self.last_max_cwnd - cwnd) as f64 / CUBIC_C).cbrt();
                     self.origin_point = self.last_max_cwnd;
                 }
-                now
+                jiffies
+            });
+            let delay_min_j = self.min_rtt_ns.unwrap_or(0).div_ceil(self.jiffy_ns);
+            let t = (jiffies - epoch + delay_min_j) as f64 * self.jiffy_ns as f64 / 1e9;
+            let offset = (CUBIC_C * (t - self.k_s).abs().powi(3)) as u32;
+            let target =
+                if t < self.k_s { self.origin_point.saturating_sub(offset) } else { self.origin_point + offset };
+            self.cnt = if target > cwnd { cwnd / (target - cwnd) } else { 100 * cwnd };
+            if self.last_max_cwnd == 0 {
+                self.cnt = self.cnt.min(FIRST_EPOCH_CNT);
             }
-        };
-        let t = (now - epoch + self.min_rtt_ns.unwrap_or(0)) as f64 / 1e9;
-        let target = self.origin_point + CUBIC_C * (t - self.k_s).powi(3);
-        let mut cnt = if target > w { w / (target - w) } else { 100.0 * w };
-        // Reno-friendly region: never grow slower than an AIMD flow with the same mean
-        // (one segment per cwnd·(1+β)/(3(1−β)) ACKs, Linux `tcp_cwnd` estimate).
-        let delta = w * (1.0 + CUBIC_BETA) / (3.0 * (1.0 - CUBIC_BETA));
-        while self.ack_cnt > delta {
-            self.ack_cnt -= delta;
-            self.tcp_cwnd += 1.0;
         }
-        if self.tcp_cwnd > w {
-            cnt = cnt.min(w / (self.tcp_cwnd - w));
+        // Reno-friendly region: never grow slower than an AIMD flow with the same mean.
+        let delta = (cwnd * FRIENDLY_SCALE) >> 3;
+        if delta > 0 && self.ack_cnt > delta {
+            let n = (self.ack_cnt - 1) / delta;
+            self.ack_cnt -= n * delta;
+            self.tcp_cwnd += n;
         }
-        cnt.max(2.0) as u32
+        if self.tcp_cwnd > cwnd {
+            self.cnt = self.cnt.min(cwnd / (self.tcp_cwnd - cwnd));
+        }
+        self.cnt = self.cnt.max(2);
+        self.cnt
     }
 }
 
@@ -147,7 +213,7 @@ mod tests {
 
     #[test]
     fn reno_grows_one_segment_per_window() {
-        let mut c = Controller::new(CongestionControl::Newreno, 2);
+        let mut c = Controller::new(CongestionControl::Newreno, 2, 1_000_000);
         let (mut w, mut cnt) = (10, 0);
         for _ in 0..10 {
             (w, cnt) = c.avoid(0, w, cnt, 1);
@@ -159,7 +225,7 @@ mod tests {
     #[test]
     fn cubic_backs_off_to_seventy_percent_and_regrows_toward_wmax() {
         // A long RTT (100 ms), where the cubic curve rather than the Reno-friendly estimate rules.
-        let mut c = Controller::new(CongestionControl::Cubic, 2);
+        let mut c = Controller::new(CongestionControl::Cubic, 2, 1_000_000);
         c.on_rtt(100_000_000);
         assert_eq!(c.ssthresh_on_loss(100), 70);
         // Growing from 70 towards W_max = 100: after K = cbrt(30 / 0.4) ≈ 4.2 s it is back at 100.
@@ -179,8 +245,65 @@ mod tests {
     }
 
     #[test]
+    fn cubic_holds_its_window_for_hz_over_32_then_catches_up_with_reno() {
+        // As traced on Linux 6.18 at 250 Hz (tcp_probe): after a loss at a window of 5, ACKs of
+        // two segments every 0.5 ms leave the window at 5 for ~32 ms (8 jiffies), then it grows
+        // by one segment per ACK up to the Reno-friendly estimate.
+        let mut c = Controller::new(CongestionControl::Cubic, 2, 4_000_000);
+        c.on_rtt(40_000);
+        assert_eq!(c.ssthresh_on_loss(5), 3);
+        let (mut w, mut cnt) = (5u32, 0u32);
+        let mut first_growth = None;
+        for i in 0..80u64 {
+            let now = i * 500_000;
+            let before = w;
+            (w, cnt) = c.avoid(now, w, cnt, 2);
+            if w > before && first_growth.is_none() {
+                first_growth = Some(now);
+            }
+        }
+        let t = first_growth.expect("the window grows");
+        assert!((28_000_000..=33_000_000).contains(&t), "first growth at {t} ns");
+        // 160 segments acknowledged at ~1.9 windows per Reno-friendly step: about 5 + 16.
+        assert!((17..=23).contains(&w), "window {w} after 40 ms");
+        // With exact timers the clock is 1 kHz: the hold is 31 jiffies, so growth starts at 32 ms too.
+        let mut c = Controller::new(CongestionControl::Cubic, 2, 1_000_000);
+        c.ssthresh_on_loss(5);
+        let (mut w, mut cnt) = (5u32, 0u32);
+        for i in 0..63u64 {
+            (w, cnt) = c.avoid(i * 500_000, w, cnt, 2);
+        }
+        assert_eq!(w, 5);
+        (w, _) = c.avoid(32_000_000, w, cnt, 2);
+        assert!(w > 5);
+    }
+
+    #[test]
+    fn a_timeout_makes_cubic_forget_its_wmax() {
+        // Linux bictcp_reset on entering Loss: regrowth from 70 no longer levels off at W_max =
+        // 100 but grows by 5 % per RTT (the first epoch's cap, 70 · 1.05^21 ≈ 195).
+        let regrow = |timeout: bool| {
+            let mut c = Controller::new(CongestionControl::Cubic, 2, 1_000_000);
+            c.on_rtt(100_000_000);
+            c.ssthresh_on_loss(100);
+            if timeout {
+                c.on_timeout();
+                c.on_rtt(100_000_000);
+            }
+            let (mut w, mut cnt) = (70u32, 0u32);
+            for i in 0..21u64 {
+                (w, cnt) = c.avoid(i * 100_000_000, w, cnt, w);
+            }
+            w
+        };
+        let (kept, forgot) = (regrow(false), regrow(true));
+        assert!((92..=103).contains(&kept), "with W_max: {kept}");
+        assert!((180..=200).contains(&forgot), "after a timeout: {forgot}");
+    }
+
+    #[test]
     fn static_window_never_changes() {
-        let mut c = Controller::new(CongestionControl::Static, 2);
+        let mut c = Controller::new(CongestionControl::Static, 2, 1_000_000);
         assert_eq!(c.avoid(0, 2, 0, 50), (2, 0));
         assert_eq!(c.ssthresh_on_loss(2), 2);
     }

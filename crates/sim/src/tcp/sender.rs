@@ -127,7 +127,7 @@ pub struct Sender {
 impl Sender {
     /// A sender with nothing written yet.
     pub fn new(p: &TcpParams) -> Self {
-        let cc = Controller::new(p.cc, p.static_cwnd);
+        let cc = Controller::new(p.cc, p.static_cwnd, p.tick.jiffy_ns());
         let (cwnd, ssthresh) = if cc.is_static() { (p.static_cwnd, p.static_cwnd) } else { (p.initial_cwnd, u32::MAX) };
         Sender {
             initial_cwnd: p.initial_cwnd,
@@ -230,7 +230,7 @@ impl Sender {
     pub fn write(&mut self, now: Nanos, bytes: u64) {
         if self.packets_out == 0 && self.snd_nxt == self.write_seq && !self.cc.is_static() {
             let idle = now.saturating_sub(self.lsndtime);
-            self.cc.on_idle_restart(idle);
+            self.cc.on_idle_restart(now, self.lsndtime);
             let rto = self.rtt.rto();
             if self.slow_start_after_idle && idle > rto {
                 // Linux tcp_cwnd_restart (RFC 2861): halve per idle RTO, down to the initial window.
@@ -783,6 +783,7 @@ impl Sender {
         if matches!(self.state, CaState::Open | CaState::Disorder) {
             self.ssthresh = self.cc.ssthresh_on_loss(self.cwnd);
         }
+        self.cc.on_timeout();
         self.cwnd_cnt = 0;
         self.state = CaState::Loss;
         self.high_seq = self.snd_nxt;

@@ -28,6 +28,16 @@ impl TimerTick {
         TimerTick { tick_ns: if hz == 0 { 0 } else { 1_000_000_000 / hz as Nanos } }
     }
 
+    /// One jiffy, the kernel clock's tick, ns: the timer tick, or 1 ms (`HZ` = 1000, Linux's
+    /// default) when timers are exact. CUBIC counts its time in jiffies.
+    pub fn jiffy_ns(&self) -> Nanos {
+        if self.tick_ns == 0 {
+            1_000_000
+        } else {
+            self.tick_ns
+        }
+    }
+
     /// When a timer armed at `now` for `timeout` ns fires.
     pub fn deadline(&self, now: Nanos, timeout: Nanos) -> Nanos {
         let t = self.tick_ns;

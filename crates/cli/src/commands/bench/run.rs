@@ -6,7 +6,7 @@
 //! though absolute speeds on a shared 2-core machine drift from minute to minute.
 
 use daqnet_evb::launcher::{launch, LaunchOptions};
-use daqnet_evb::net::transport::tune_tcp;
+use daqnet_evb::net::transport::tuned_socket;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
@@ -20,8 +20,10 @@ pub fn raw_tcp_send(addr: &str, seconds: f64) -> anyhow::Result<()> {
 
 /// Connects to `addr` (cubic) and writes 128 KiB blocks for `seconds`, then closes.
 pub(super) fn send_for(addr: &str, seconds: f64) -> anyhow::Result<()> {
-    let mut s = TcpStream::connect(addr)?;
-    tune_tcp(socket2::SockRef::from(&s), "cubic")?;
+    let at = addr.parse()?;
+    let s = tuned_socket(&at, "cubic")?;
+    s.connect(&at.into())?;
+    let mut s = TcpStream::from(s);
     let buf = vec![0x5au8; 128 << 10];
     let end = Instant::now() + Duration::from_secs_f64(seconds);
     while Instant::now() < end {
@@ -46,7 +48,11 @@ pub(super) fn drain(mut s: TcpStream) -> std::io::Result<(Instant, Instant, u64)
 /// Raw TCP from `streams` child processes into this one (a thread per stream), in Gb/s:
 /// total bytes over the time from the first byte to the last.
 fn raw_tcp(streams: usize, seconds: f64) -> anyhow::Result<f64> {
-    let l = TcpListener::bind("127.0.0.1:0")?;
+    let at = "127.0.0.1:0".parse()?;
+    let l = tuned_socket(&at, "cubic")?;
+    l.bind(&at.into())?;
+    l.listen(1024)?;
+    let l = TcpListener::from(l);
     let addr = l.local_addr()?.to_string();
     let exe = std::env::current_exe()?;
     let mut children = Vec::new();
@@ -61,7 +67,6 @@ fn raw_tcp(streams: usize, seconds: f64) -> anyhow::Result<f64> {
     let mut readers = Vec::new();
     for _ in 0..streams {
         let (s, _) = l.accept()?;
-        tune_tcp(socket2::SockRef::from(&s), "cubic")?;
         readers.push(std::thread::spawn(move || drain(s)));
     }
     let mut spans = Vec::new();
