@@ -47,6 +47,8 @@ fn resume_skips_finished_points() {
     let o = sweep(&out, &[]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("1 points run, 5 already done; 6 rows"), "{}", text(&o));
+    // Said on stderr even without a terminal for the progress bar.
+    assert!(String::from_utf8_lossy(&o.stderr).contains("resuming: 5 of 6 points already done"), "{}", text(&o));
     for i in [0, 1, 2, 3, 5] {
         // wall_s differs between runs, so an identical file means the point did not run again.
         assert_eq!(report(i), before[i], "point {i} was not rerun");

@@ -367,7 +367,18 @@ pub fn execute(
         .progress_chars("=> "),
     );
     if mine > todo.len() {
-        bar.println(format!("resuming: {} of {mine} points already done in {}", mine - todo.len(), out.display()));
+        // Said even when quiet: results from an earlier run (perhaps another build) must not pass
+        // for new ones unannounced.
+        let note = format!(
+            "resuming: {} of {mine} points already done in {} (remove it to measure them again)",
+            mine - todo.len(),
+            out.display()
+        );
+        if bar.is_hidden() {
+            eprintln!("{note}");
+        } else {
+            bar.println(note);
+        }
     }
     let done = |p: &Point| {
         bar.set_message(format!("last: p{:04}", p.meta.index));
