@@ -98,17 +98,15 @@ async fn resolve(addr: &str) -> io::Result<SocketAddr> {
         .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{addr} resolves to no address")))
 }
 
-impl Tcp {
-    fn conn(&self, s: tokio::net::TcpStream) -> io::Result<Conn> {
-        let peer = s.peer_addr().map(|a| a.to_string()).unwrap_or_default();
-        let (r, w) = s.into_split();
-        Ok(Conn { read: Box::new(r), write: Box::new(w), peer })
-    }
+/// An established stream as a [`Conn`].
+fn conn(s: tokio::net::TcpStream) -> Conn {
+    let peer = s.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+    let (r, w) = s.into_split();
+    Conn { read: Box::new(r), write: Box::new(w), peer }
 }
 
 struct TcpListener {
     inner: tokio::net::TcpListener,
-    tcp: Tcp,
 }
 
 impl Listener for TcpListener {
@@ -118,7 +116,7 @@ impl Listener for TcpListener {
 
     fn accept(&mut self) -> BoxFuture<'_, io::Result<Conn>> {
         // An accepted socket inherits the listener's options and congestion control.
-        Box::pin(async move { self.tcp.conn(self.inner.accept().await?.0) })
+        Box::pin(async move { Ok(conn(self.inner.accept().await?.0)) })
     }
 }
 
@@ -136,7 +134,7 @@ impl Transport for Tcp {
             s.listen(1024)?;
             s.set_nonblocking(true)?;
             let inner = tokio::net::TcpListener::from_std(s.into())?;
-            Ok(Box::new(TcpListener { inner, tcp: Tcp { congestion: self.congestion.clone() } }) as Box<dyn Listener>)
+            Ok(Box::new(TcpListener { inner }) as Box<dyn Listener>)
         })
     }
 
@@ -146,7 +144,7 @@ impl Transport for Tcp {
             let s = tuned_socket(&at, &self.congestion)?;
             s.set_nonblocking(true)?;
             let socket = tokio::net::TcpSocket::from_std_stream(s.into());
-            self.conn(socket.connect(at).await?)
+            Ok(conn(socket.connect(at).await?))
         })
     }
 }
