@@ -80,7 +80,7 @@ pub fn onset(pairs: &[&Pair], side: impl Fn(&Pair) -> &RunReport, c: &Criteria) 
 /// The agreement figures of a comparison.
 #[derive(Debug, Clone)]
 pub struct Agreement {
-    /// Points where neither side had timeouts, and how many of them have medians within tolerance.
+    /// Points whose medians are within tolerance, of the points where neither side had timeouts.
     pub medians: (usize, usize),
     /// Points whose shares of ≥ 100 ms events agree, of all points.
     pub shares: (usize, usize),
@@ -127,7 +127,7 @@ pub fn agreement(pairs: &[Pair], c: &Criteria) -> Agreement {
     };
     let goodputs = pairs.iter().filter(|p| (p.goodput_ratio() - 1.0).abs() <= c.goodput_tolerance).count();
     Agreement {
-        medians: (quiet.len(), close),
+        medians: (close, quiet.len()),
         shares: (shares, pairs.len()),
         onsets,
         onset_agrees,
@@ -193,31 +193,16 @@ pub fn render(pairs: &[Pair], a: &Agreement, c: &Criteria, names: (&str, &str)) 
         );
     }
     let verdict = |ok: bool| if ok { "agrees" } else { "MISSES" };
-    let _ = writeln!(
-        s,
-        "medians where neither side has timeouts: {} of {} within ±{:.0} % — {}",
-        a.medians.1,
-        a.medians.0,
-        100.0 * c.median_tolerance,
-        verdict(a.medians.0 == a.medians.1)
+    let mut count = |what: &str, (ok, of): (usize, usize), within: String| {
+        let _ = writeln!(s, "{what}: {ok} of {of} {within} — {}", verdict(ok == of));
+    };
+    count("medians where neither side has timeouts", a.medians, format!("within ±{:.0} %", 100.0 * c.median_tolerance));
+    count(
+        "share of events ≥ 100 ms",
+        a.shares,
+        format!("points within a factor {} (or both < {:.0} %)", c.share_factor, 100.0 * c.incast_share),
     );
-    let _ = writeln!(
-        s,
-        "share of events ≥ 100 ms: {} of {} points within a factor {} (or both < {:.0} %) — {}",
-        a.shares.0,
-        a.shares.1,
-        c.share_factor,
-        100.0 * c.incast_share,
-        verdict(a.shares.0 == a.shares.1)
-    );
-    let _ = writeln!(
-        s,
-        "goodput: {} of {} points within ±{:.0} % — {}",
-        a.goodputs.0,
-        a.goodputs.1,
-        100.0 * c.goodput_tolerance,
-        verdict(a.goodputs.0 == a.goodputs.1)
-    );
+    count("goodput", a.goodputs, format!("points within ±{:.0} %", 100.0 * c.goodput_tolerance));
     let show = |o: &Option<String>| o.clone().unwrap_or_else(|| "none in range".into());
     let _ = writeln!(
         s,
@@ -265,7 +250,7 @@ mod tests {
         ];
         let a = agreement(&pairs, &c);
         // Two quiet points; 25/18 is 39 % off.
-        assert_eq!(a.medians, (2, 1));
+        assert_eq!(a.medians, (1, 2));
         // 1.0 vs 0.10 is a factor 10; 0.05 vs 0.04 agrees; both zero agree.
         assert_eq!(a.shares, (3, 4));
         assert_eq!(a.onsets, (Some("400kB".into()), Some("400kB".into())));

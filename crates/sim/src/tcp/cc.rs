@@ -126,9 +126,9 @@ impl Controller {
     /// `CA_EVENT_TX_START`, in whole jiffies, never past `now`).
     pub fn on_idle_restart(&mut self, now: Nanos, last_send: Nanos) {
         if let Controller::Cubic(c) = self {
-            let (now_j, idle_j) = (now / c.jiffy_ns, (now / c.jiffy_ns).saturating_sub(last_send / c.jiffy_ns));
+            let now_j = now / c.jiffy_ns;
             if let Some(e) = c.epoch_start.as_mut() {
-                *e = (*e + idle_j).min(now_j);
+                *e = (*e + now_j.saturating_sub(last_send / c.jiffy_ns)).min(now_j);
             }
         }
     }
