@@ -25,10 +25,28 @@ fn root() -> bool {
     false
 }
 
-fn out_dir(name: &str) -> PathBuf {
+/// A test's output folder: removed when the test passes, kept for a look when it fails.
+struct OutDir(PathBuf);
+
+impl std::ops::Deref for OutDir {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl Drop for OutDir {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+fn out_dir(name: &str) -> OutDir {
     let d = std::env::temp_dir().join(format!("daqnet-testbed-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
-    d
+    OutDir(d)
 }
 
 fn report(dir: &Path) -> Value {
@@ -164,7 +182,7 @@ fn a_killed_run_is_cleaned_up_by_the_next_up() {
     let mut run = Command::new(env!("CARGO_BIN_EXE_daqnet"))
         .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
         .args(["testbed", "run", "scenarios/run/atlas-small.toml", "--events", "1000000", "-q", "--out"])
-        .arg(&dir)
+        .arg(dir.as_path())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -305,7 +323,7 @@ fn validate_runs_both_substrates_and_compares_them() {
 }
 
 /// Runs an all-to-all scenario in the testbed; returns its report and its output folder.
-fn all_to_all(file: &str, name: &str, sets: &[&str]) -> (Value, PathBuf) {
+fn all_to_all(file: &str, name: &str, sets: &[&str]) -> (Value, OutDir) {
     let dir = out_dir(name);
     let d = dir.display().to_string();
     let mut args = vec!["testbed", "run", file, "--per-event", "-q", "--out", &d];
@@ -410,9 +428,10 @@ fn the_daqring_switch_forwards_100k_frames_once_each_and_in_order() {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(INCAST);
     let sc = daqnet_core::scenario::load(&file, &sets).unwrap();
     let testbed = Owned::up(TestbedPlan::checked(&sc, "t-frames", INCAST).unwrap(), INCAST).unwrap();
+    let out = out_dir("frames");
     let opts = run::TestbedRunOptions {
         exe: PathBuf::from(env!("CARGO_BIN_EXE_daqnet")),
-        out: out_dir("frames"),
+        out: out.to_path_buf(),
         ..Default::default()
     };
     let switch = run::SoftSwitch::start(&testbed.plan, &opts).unwrap();
