@@ -1,7 +1,7 @@
 //! The `daqnet` command as a user runs it.
 
 mod common;
-use common::{daqnet, text};
+use common::{daqnet, out_dir, text};
 
 #[test]
 fn print_default_is_a_valid_commented_scenario() {
@@ -14,7 +14,7 @@ fn print_default_is_a_valid_commented_scenario() {
 
 #[test]
 fn sim_writes_report_and_per_event_csv() {
-    let dir = std::env::temp_dir().join(format!("daqnet-cli-{}", std::process::id()));
+    let dir = out_dir("sim");
     let o = daqnet(&[
         "sim",
         "scenarios/incast-micro.toml",
@@ -49,7 +49,6 @@ fn sim_writes_report_and_per_event_csv() {
     assert_eq!(report["events_built"], 20);
     let csv = std::fs::read_to_string(dir.join("events.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 25, "header + 5 warm-up + 20 measured events");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The real event builder end to end on loopback: every role a process, real TCP sockets.
 
 mod common;
-use common::{daqnet, text};
+use common::{daqnet, out_dir, text};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -13,12 +13,6 @@ use std::time::{Duration, Instant};
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn out_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("daqnet-run-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
 }
 
 fn report(dir: &Path) -> Value {
@@ -101,7 +95,6 @@ fn incast_micro_builds_and_verifies_200_events() {
     assert!(r["goodput_bps"].as_f64().unwrap() > 1e8, "goodput {}", r["goodput_bps"]);
     let csv = std::fs::read_to_string(dir.join("events.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 205);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// All five policies on the small ATLAS-like system, and the credit check: fragments outstanding
@@ -127,7 +120,6 @@ fn atlas_small_runs_every_policy_within_credits() {
             assert!(peak >= 36, "{policy}: node {} peaked at {peak}: credits never became the limit", n["node"]);
             assert!(u(&n["fragments_verified"]) > 0, "{policy}: node {} got work", n["node"]);
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
@@ -174,7 +166,6 @@ fn a_killed_readout_ends_the_run_with_a_report_naming_the_lost_events() {
     assert!(!lost.is_empty(), "the events in flight are named: {f}");
     assert_eq!(u(&r["events_not_built"]["lost"]), lost.len() as u64);
     assert_eq!(u(&r["events_not_built"]["lost"]) + u(&r["events_not_built"]["abandoned"]) + built, 3000);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -194,7 +185,6 @@ fn a_hung_readout_is_noticed_by_its_silence() {
     let r = report(&dir);
     let faults = r["faults"].as_array().unwrap();
     assert!(faults.iter().any(|f| f["reason"].as_str().unwrap().contains("silent for 1000 ms")), "{faults:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -213,7 +203,6 @@ fn a_corrupted_payload_is_detected_and_reported() {
     assert!(reason.contains("event 17 from readout 2") && reason.contains("payload differs"), "{reason}");
     let corrupt: u64 = r["nodes"].as_array().unwrap().iter().map(|n| u(&n["fragments_corrupt"])).sum();
     assert_eq!(corrupt, 1);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn free_port() -> u16 {
@@ -262,7 +251,6 @@ fn metrics_are_served_while_running() {
     }
     let (status, out) = wait_within(&mut run, Duration::from_secs(30));
     assert!(status.success(), "{out}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A supervisor alone: garbage and oversized frames close their connections (the supervisor
@@ -270,10 +258,11 @@ fn metrics_are_served_while_running() {
 #[test]
 fn bad_frames_are_refused_and_missing_roles_are_named() {
     let _one_at_a_time = serial();
+    let out = out_dir("alone");
     let mut sup = Command::new(env!("CARGO_BIN_EXE_daqnet"))
         .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
         .args(["role", "supervisor", "--scenario", "scenarios/run/atlas-small.toml", "--announce", "-q"])
-        .args(["--set", "deploy.startup_timeout_ms=2000", "--out", out_dir("alone").to_str().unwrap()])
+        .args(["--set", "deploy.startup_timeout_ms=2000", "--out", out.to_str().unwrap()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -1,16 +1,9 @@
 //! `daqnet sweep`, `plot` and `study` as a user runs them.
 
 mod common;
-use common::{daqnet, text};
+use common::{daqnet, out_dir, text};
 use std::path::{Path, PathBuf};
 use std::process::Output;
-
-/// A fresh temporary folder for one test.
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("daqnet-sweep-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -36,7 +29,7 @@ fn sweep(out: &Path, extra: &[&str]) -> Output {
 
 #[test]
 fn resume_skips_finished_points() {
-    let out = tmp("resume");
+    let out = out_dir("resume");
     let o = sweep(&out, &[]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("6 points run, 0 already done; 6 rows"), "{}", text(&o));
@@ -62,12 +55,11 @@ fn resume_skips_finished_points() {
     let o = daqnet(&["sweep", "scenarios/incast-micro.toml", "--vary", "system.readout_units=4", "--out", s(&out)]);
     assert!(!o.status.success());
     assert!(text(&o).contains("holds a different sweep"), "{}", text(&o));
-    std::fs::remove_dir_all(&out).ok();
 }
 
 #[test]
 fn shards_merged_equal_the_unsharded_table() {
-    let (whole, a, b, merged) = (tmp("whole"), tmp("shard0"), tmp("shard1"), tmp("merged"));
+    let (whole, a, b, merged) = (out_dir("whole"), out_dir("shard0"), out_dir("shard1"), out_dir("merged"));
     assert!(sweep(&whole, &["--jobs", "2"]).status.success());
     let o = sweep(&a, &["--shard", "0/2"]);
     assert!(text(&o).contains("3 points run"), "{}", text(&o));
@@ -89,7 +81,7 @@ fn shards_merged_equal_the_unsharded_table() {
     assert!(mean_of("100kB", "32") > 200.0, "{}", mean_of("100kB", "32"));
     assert!((mean_of("4MB", "32") - 17.9).abs() < 1.0, "{}", mean_of("4MB", "32"));
     // Merging shards of different sweeps is refused.
-    let other = tmp("other");
+    let other = out_dir("other");
     daqnet(&[
         "sweep",
         "scenarios/incast-micro.toml",
@@ -100,16 +92,13 @@ fn shards_merged_equal_the_unsharded_table() {
         "--out",
         s(&other),
     ]);
-    let o = daqnet(&["sweep", "merge", s(&a), s(&other), "--out", s(&tmp("bad-merge"))]);
+    let o = daqnet(&["sweep", "merge", s(&a), s(&other), "--out", s(&out_dir("bad-merge"))]);
     assert!(!o.status.success() && text(&o).contains("hold different sweeps"), "{}", text(&o));
-    for d in [whole, a, b, merged, other] {
-        std::fs::remove_dir_all(d).ok();
-    }
 }
 
 #[test]
 fn bad_vary_paths_and_values_are_clear_errors() {
-    let out = tmp("bad");
+    let out = out_dir("bad");
     for (vary, want) in [
         ("system.credits=1,2", "unknown field `credits`"),
         ("system.readout_units=8,many", "--vary system.readout_units: value `many` is not allowed"),
@@ -126,7 +115,6 @@ fn bad_vary_paths_and_values_are_clear_errors() {
     let o = daqnet(&["sweep", "scenarios/incast-micro.toml", "--vary", "system.readout_units=4", "--shard", "2/2"]);
     assert!(text(&o).contains("0 <= I < N"), "{}", text(&o));
     assert!(!out.join("points").exists(), "nothing ran");
-    std::fs::remove_dir_all(&out).ok();
 }
 
 /// Share of pixels that are not white: a drawn figure has axes, labels, boxes and lines.
@@ -152,10 +140,10 @@ fn quick_studies_produce_figures() {
         .collect();
     assert_eq!(names, ["fig10", "fig11", "fig12", "fig13", "fig5"]);
     for name in &names {
-        let out = tmp(&format!("study-{name}"));
+        let out = out_dir(&format!("study-{name}"));
         let o = daqnet(&["study", name, "--quick", "--out", s(&out)]);
         assert!(o.status.success(), "{name}: {}", text(&o));
-        let figures: Vec<PathBuf> = std::fs::read_dir(&out)
+        let figures: Vec<PathBuf> = std::fs::read_dir(out.as_path())
             .unwrap()
             .map(|e| e.unwrap().path())
             .filter(|p| p.extension().is_some_and(|e| e == "png"))
@@ -165,13 +153,12 @@ fn quick_studies_produce_figures() {
             let share = ink(f);
             assert!(share > 0.01 && share < 0.6, "{}: {:.3} of the pixels inked", f.display(), share);
         }
-        std::fs::remove_dir_all(&out).ok();
     }
 }
 
 #[test]
 fn plot_names_what_is_wrong() {
-    let out = tmp("plot");
+    let out = out_dir("plot");
     assert!(sweep(&out, &[]).status.success());
     let o = daqnet(&["plot", s(&out), "--x", "credits", "-o", s(&out.join("a.png"))]);
     assert_eq!(o.status.code(), Some(2));
@@ -220,5 +207,4 @@ fn plot_names_what_is_wrong() {
     ]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(ink(&out.join("h.png")) > 0.01);
-    std::fs::remove_dir_all(&out).ok();
 }

@@ -3,7 +3,7 @@
 //! without running. CI runs as root, so they run there.
 
 mod common;
-use common::{daqnet, text};
+use common::{daqnet, out_dir, text, OutDir};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,30 +23,6 @@ fn root() -> bool {
     }
     eprintln!("skipped: the testbed needs root (network namespaces)");
     false
-}
-
-/// A test's output folder: removed when the test passes, kept for a look when it fails.
-struct OutDir(PathBuf);
-
-impl std::ops::Deref for OutDir {
-    type Target = PathBuf;
-    fn deref(&self) -> &PathBuf {
-        &self.0
-    }
-}
-
-impl Drop for OutDir {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
-fn out_dir(name: &str) -> OutDir {
-    let d = std::env::temp_dir().join(format!("daqnet-testbed-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    OutDir(d)
 }
 
 fn report(dir: &Path) -> Value {

@@ -16,3 +16,28 @@ pub fn daqnet(args: &[&str]) -> Output {
 pub fn text(o: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
+
+/// A test's output folder: removed when the test passes, kept for a look when it fails.
+pub struct OutDir(PathBuf);
+
+impl std::ops::Deref for OutDir {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl Drop for OutDir {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// A fresh, empty output folder `daqnet-test-PID-NAME` in the temporary folder.
+pub fn out_dir(name: &str) -> OutDir {
+    let d = std::env::temp_dir().join(format!("daqnet-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    OutDir(d)
+}
