@@ -85,11 +85,18 @@ pub struct TcpCounters {
     /// Loss recoveries entered through duplicate ACKs / SACK (fast retransmit).
     #[serde(default)]
     pub fast_recoveries: u64,
-    /// (testbed) Tail-loss probes sent (Linux `TCPLossProbes`). With one segment outstanding a
-    /// probe waits 2·SRTT plus the minimum RTO, so a tail loss repaired by a probe stalls about
-    /// as long as a timeout without counting as one. The simulator has no tail-loss probe.
+    /// Tail-loss probes sent (Linux `TCPLossProbes`). With one segment outstanding a probe waits
+    /// 2·SRTT plus the minimum RTO, so a tail loss repaired by a probe stalls about as long as a
+    /// timeout without counting as one.
     #[serde(default)]
     pub loss_probes: u64,
+    /// Fast recoveries that ended in a retransmission timeout: the first timeout of a series
+    /// striking while in recovery (Linux `TCPSackRecoveryFail` + `TCPRenoRecoveryFail`).
+    #[serde(default)]
+    pub recovery_fails: u64,
+    /// Retransmissions found lost again, by RACK or by a timeout (Linux `TCPLostRetransmit`).
+    #[serde(default)]
+    pub lost_retransmits: u64,
 }
 
 /// One switch output port.
@@ -301,10 +308,12 @@ impl RunReport {
         row(
             "tcp",
             format!(
-                "{} retransmits, {} timeouts, {} fast recoveries{}",
+                "{} retransmits, {} timeouts, {} fast recoveries ({} failed), {} lost retransmissions{}",
                 self.tcp.retransmits,
                 self.tcp.timeouts,
                 self.tcp.fast_recoveries,
+                self.tcp.recovery_fails,
+                self.tcp.lost_retransmits,
                 if self.tcp.loss_probes > 0 {
                     format!(", {} tail-loss probes", self.tcp.loss_probes)
                 } else {

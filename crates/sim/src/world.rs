@@ -471,6 +471,8 @@ impl World<'_> {
                 tcp.timeouts += ep.snd.timeouts;
                 tcp.fast_recoveries += ep.snd.fast_recoveries;
                 tcp.loss_probes += ep.snd.loss_probes;
+                tcp.recovery_fails += ep.snd.recovery_fails;
+                tcp.lost_retransmits += ep.snd.lost_retransmits;
             }
         }
         let ports: Vec<PortStats> = self

@@ -36,31 +36,79 @@ impl Default for Criteria {
     }
 }
 
+/// The runs of one point on one substrate (one per repeat, seeds `run.seed`, `run.seed + 1`, …).
+/// Its figures are means over the runs, so that a point where single runs scatter widely is
+/// compared by its average behaviour; with one run they are that run's.
+#[derive(Debug, Clone, Default)]
+pub struct Runs(pub Vec<RunReport>);
+
+impl Runs {
+    fn mean(&self, f: impl Fn(&RunReport) -> f64) -> f64 {
+        self.0.iter().map(f).sum::<f64>() / self.0.len().max(1) as f64
+    }
+
+    /// Mean of the runs' median latencies, ms.
+    pub fn median_ms(&self) -> f64 {
+        self.mean(|r| r.latency_ms.median)
+    }
+
+    /// Mean of the runs' 99th-percentile latencies, ms.
+    pub fn p99_ms(&self) -> f64 {
+        self.mean(|r| r.latency_ms.p99)
+    }
+
+    /// Mean share of events that waited ≥ 100 ms.
+    pub fn share(&self) -> f64 {
+        self.mean(|r| r.latency_ms.share_ge_100ms)
+    }
+
+    /// Lowest and highest share of events that waited ≥ 100 ms over the runs.
+    pub fn share_range(&self) -> (f64, f64) {
+        let shares = self.0.iter().map(|r| r.latency_ms.share_ge_100ms);
+        (shares.clone().fold(f64::INFINITY, f64::min), shares.fold(f64::NEG_INFINITY, f64::max))
+    }
+
+    /// Mean switch drops per run.
+    pub fn drops(&self) -> f64 {
+        self.mean(|r| r.switch.drops as f64)
+    }
+
+    /// Mean retransmission timeouts per run.
+    pub fn timeouts(&self) -> f64 {
+        self.mean(|r| r.tcp.timeouts as f64)
+    }
+
+    /// Mean goodput, bit/s.
+    pub fn goodput_bps(&self) -> f64 {
+        self.mean(|r| r.goodput_bps)
+    }
+}
+
 /// One point run on both substrates.
 #[derive(Debug, Clone)]
 pub struct Pair {
     /// (axis path, value) of the point.
     pub values: Vec<(String, String)>,
     /// Reference (the testbed).
-    pub reference: RunReport,
+    pub reference: Runs,
     /// Model (the simulator).
-    pub model: RunReport,
+    pub model: Runs,
 }
 
 impl Pair {
-    /// Neither side had a retransmission timeout.
+    /// No run on either side had a retransmission timeout.
     pub fn no_timeouts(&self) -> bool {
-        self.reference.tcp.timeouts == 0 && self.model.tcp.timeouts == 0
+        self.reference.timeouts() == 0.0 && self.model.timeouts() == 0.0
     }
 
     /// Model median / reference median.
     pub fn median_ratio(&self) -> f64 {
-        self.model.latency_ms.median / self.reference.latency_ms.median
+        self.model.median_ms() / self.reference.median_ms()
     }
 
     /// Model goodput / reference goodput.
     pub fn goodput_ratio(&self) -> f64 {
-        self.model.goodput_bps / self.reference.goodput_bps
+        self.model.goodput_bps() / self.reference.goodput_bps()
     }
 }
 
@@ -71,8 +119,8 @@ fn shares_agree(a: f64, b: f64, c: &Criteria) -> bool {
 
 /// The first value of the first axis (in sweep order) whose incast state differs from the first
 /// value's: where incast starts (or stops, for a growing buffer). `None`: no change in range.
-pub fn onset(pairs: &[&Pair], side: impl Fn(&Pair) -> &RunReport, c: &Criteria) -> Option<String> {
-    let incast = |p: &Pair| side(p).latency_ms.share_ge_100ms >= c.incast_share;
+pub fn onset(pairs: &[&Pair], side: impl Fn(&Pair) -> &Runs, c: &Criteria) -> Option<String> {
+    let incast = |p: &Pair| side(p).share() >= c.incast_share;
     let first = incast(pairs.first()?);
     pairs.iter().find(|p| incast(p) != first).map(|p| p.values.first().map(|(_, v)| v.clone()).unwrap_or_default())
 }
@@ -92,14 +140,24 @@ pub struct Agreement {
     pub goodputs: (usize, usize),
 }
 
-/// Reads both sweeps' points into pairs (points missing on either side are skipped).
+/// Reads both sweeps' points into pairs, the repeats of each combination of axis values
+/// together (points missing on either side are left out of their side's runs; a combination
+/// with no run on one side is skipped).
 pub fn pairs(plan: &SweepPlan, reference: &Path, model: &Path) -> anyhow::Result<Vec<Pair>> {
-    let mut v = Vec::new();
-    for i in 0..plan.len() {
-        let r = read_point(&point_dir(reference, i))?;
-        let m = read_point(&point_dir(model, i))?;
-        if let (Some((meta, reference)), Some((_, model))) = (r, m) {
-            v.push(Pair { values: meta.values, reference, model });
+    let repeat = plan.repeat.max(1) as usize;
+    let mut v: Vec<Pair> = Vec::new();
+    for first in (0..plan.len()).step_by(repeat) {
+        let mut pair = Pair { values: Vec::new(), reference: Runs::default(), model: Runs::default() };
+        for i in first..first + repeat {
+            for (dir, runs) in [(reference, &mut pair.reference), (model, &mut pair.model)] {
+                if let Some((meta, report)) = read_point(&point_dir(dir, i))? {
+                    pair.values = meta.values;
+                    runs.0.push(report);
+                }
+            }
+        }
+        if !pair.reference.0.is_empty() && !pair.model.0.is_empty() {
+            v.push(pair);
         }
     }
     Ok(v)
@@ -109,10 +167,7 @@ pub fn pairs(plan: &SweepPlan, reference: &Path, model: &Path) -> anyhow::Result
 pub fn agreement(pairs: &[Pair], c: &Criteria) -> Agreement {
     let quiet: Vec<&Pair> = pairs.iter().filter(|p| p.no_timeouts()).collect();
     let close = quiet.iter().filter(|p| (p.median_ratio() - 1.0).abs() <= c.median_tolerance).count();
-    let shares = pairs
-        .iter()
-        .filter(|p| shares_agree(p.reference.latency_ms.share_ge_100ms, p.model.latency_ms.share_ge_100ms, c))
-        .count();
+    let shares = pairs.iter().filter(|p| shares_agree(p.reference.share(), p.model.share(), c)).count();
     // The first axis's line: every other axis at the value of the first point.
     let rest = |p: &Pair| p.values.iter().skip(1).cloned().collect::<Vec<_>>();
     let line: Vec<&Pair> = pairs.iter().filter(|p| pairs.first().is_some_and(|f| rest(f) == rest(p))).collect();
@@ -135,13 +190,24 @@ pub fn agreement(pairs: &[Pair], c: &Criteria) -> Agreement {
     }
 }
 
-/// Writes `compare.csv`: one row per point, the reference's and the model's figures side by side.
+/// Writes `compare.csv`: one row per point, the reference's and the model's figures side by
+/// side (means over each side's runs, with the range of the share of slow events).
 pub fn write_csv(pairs: &[Pair], path: &Path, names: (&str, &str)) -> anyhow::Result<()> {
     let mut w = csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))?;
     let mut head: Vec<String> =
         pairs.first().map(|p| p.values.iter().map(|(a, _)| a.clone()).collect()).unwrap_or_default();
     for side in [names.0, names.1] {
-        for col in ["median_ms", "p99_ms", "share_ge_100ms", "drops", "timeouts", "goodput_bps"] {
+        for col in [
+            "runs",
+            "median_ms",
+            "p99_ms",
+            "share_ge_100ms",
+            "share_min",
+            "share_max",
+            "drops",
+            "timeouts",
+            "goodput_bps",
+        ] {
             head.push(format!("{side}_{col}"));
         }
     }
@@ -150,10 +216,12 @@ pub fn write_csv(pairs: &[Pair], path: &Path, names: (&str, &str)) -> anyhow::Re
     for p in pairs {
         let mut row: Vec<String> = p.values.iter().map(|(_, v)| v.clone()).collect();
         for r in [&p.reference, &p.model] {
-            let l = &r.latency_ms;
-            row.extend([l.median, l.p99, l.share_ge_100ms].map(|x| format!("{x}")));
-            row.extend([r.switch.drops, r.tcp.timeouts].map(|x| x.to_string()));
-            row.push(format!("{}", r.goodput_bps));
+            let (lo, hi) = r.share_range();
+            row.push(r.0.len().to_string());
+            row.extend(
+                [r.median_ms(), r.p99_ms(), r.share(), lo, hi, r.drops(), r.timeouts(), r.goodput_bps()]
+                    .map(|x| format!("{x}")),
+            );
         }
         row.extend([p.median_ratio(), p.goodput_ratio()].map(|x| format!("{x}")));
         w.write_record(&row)?;
@@ -171,15 +239,15 @@ pub fn render(pairs: &[Pair], a: &Agreement, c: &Criteria, names: (&str, &str)) 
     let _ = writeln!(s, "{:<22} | {sub} | {sub} | median goodput", "");
     for p in pairs {
         let v = p.values.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>().join(" × ");
-        let side = |r: &RunReport| {
+        let side = |r: &Runs| {
             format!(
-                "{:>9.2} {:>9.2} {:>7.1}% {:>7} {:>7} {:>7.3}",
-                r.latency_ms.median,
-                r.latency_ms.p99,
-                100.0 * r.latency_ms.share_ge_100ms,
-                r.switch.drops,
-                r.tcp.timeouts,
-                r.goodput_bps / 1e9
+                "{:>9.2} {:>9.2} {:>7.1}% {:>7.0} {:>7.0} {:>7.3}",
+                r.median_ms(),
+                r.p99_ms(),
+                100.0 * r.share(),
+                r.drops(),
+                r.timeouts(),
+                r.goodput_bps() / 1e9
             )
         };
         let mark = if p.no_timeouts() { "" } else { " (RTOs)" };
@@ -191,6 +259,17 @@ pub fn render(pairs: &[Pair], a: &Agreement, c: &Criteria, names: (&str, &str)) 
             p.median_ratio(),
             p.goodput_ratio()
         );
+    }
+    if pairs.iter().any(|p| p.reference.0.len() > 1 || p.model.0.len() > 1) {
+        let _ = writeln!(s, "several runs per point: the figures above are means; share ≥ 100 ms, lowest–highest run:");
+        let range = |r: &Runs| match r.share_range() {
+            (lo, _) if r.0.len() == 1 => format!("{:.1} % (1 run)", 100.0 * lo),
+            (lo, hi) => format!("{:.1}–{:.1} % ({} runs)", 100.0 * lo, 100.0 * hi, r.0.len()),
+        };
+        for p in pairs {
+            let v = p.values.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>().join(" × ");
+            let _ = writeln!(s, "  {v:<20} | {} {} | {} {}", names.0, range(&p.reference), names.1, range(&p.model));
+        }
     }
     let verdict = |ok: bool| if ok { "agrees" } else { "MISSES" };
     let mut count = |what: &str, (ok, of): (usize, usize), within: String| {
@@ -234,8 +313,8 @@ mod tests {
     fn pair(v: &str, tb: (f64, f64, u64), sim: (f64, f64, u64)) -> Pair {
         Pair {
             values: vec![("network.switch.buffer.port_bytes".into(), v.into())],
-            reference: report(tb.0, tb.1, tb.2),
-            model: report(sim.0, sim.1, sim.2),
+            reference: Runs(vec![report(tb.0, tb.1, tb.2)]),
+            model: Runs(vec![report(sim.0, sim.1, sim.2)]),
         }
     }
 
@@ -263,12 +342,41 @@ mod tests {
     }
 
     #[test]
+    fn several_runs_compare_by_their_means() {
+        let c = Criteria::default();
+        let runs = |v: &[(f64, f64, u64)]| Runs(v.iter().map(|&(m, s, t)| report(m, s, t)).collect());
+        // One testbed run at 30 %; simulator runs at 22 % and 78 %: either alone could agree or
+        // miss, their mean (50 %) is within a factor 2.
+        let p = Pair {
+            values: vec![("system.credits_per_node".into(), "192".into())],
+            reference: runs(&[(60.0, 0.30, 40)]),
+            model: runs(&[(40.0, 0.22, 30), (200.0, 0.78, 80)]),
+        };
+        assert_eq!(p.model.share(), 0.5);
+        assert_eq!(p.model.share_range(), (0.22, 0.78));
+        assert_eq!((p.model.median_ms(), p.model.timeouts()), (120.0, 55.0));
+        assert_eq!(p.median_ratio(), 2.0);
+        let pairs = vec![p];
+        let a = agreement(&pairs, &c);
+        assert_eq!(a.shares, (1, 1));
+        let text = render(&pairs, &a, &c, ("testbed", "sim"));
+        assert!(text.contains("testbed 30.0 % (1 run) | sim 22.0–78.0 % (2 runs)"), "{text}");
+        // A point is quiet only if no run on either side timed out.
+        let quiet = Pair {
+            values: Vec::new(),
+            reference: runs(&[(18.0, 0.0, 0)]),
+            model: runs(&[(18.0, 0.0, 0), (19.0, 0.0, 1)]),
+        };
+        assert!(!quiet.no_timeouts());
+    }
+
+    #[test]
     fn onsets_compare_numerically_within_tolerance() {
         let c = Criteria::default();
         let credits = |v: &str, share: f64, sim_share: f64| Pair {
             values: vec![("system.credits_per_node".into(), v.into())],
-            reference: report(20.0, share, 0),
-            model: report(20.0, sim_share, 0),
+            reference: Runs(vec![report(20.0, share, 0)]),
+            model: Runs(vec![report(20.0, sim_share, 0)]),
         };
         let pairs = vec![
             credits("200", 0.0, 0.0),

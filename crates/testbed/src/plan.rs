@@ -38,7 +38,8 @@ pub const SWITCH_BURST_NS: u64 = 128_000;
 /// (128 µs made it use 70 % of a CPU at 4 × 200 Mb/s) and holds the rate over longer stretches.
 pub const SOFT_SWITCH_BURST_NS: u64 = 500_000;
 
-/// Token-bucket depth of each host's own egress (its NIC), in ns at its rate. Deep on purpose:
+/// Token-bucket depth of each host's own egress (its NIC), in ns at its rate, unless the
+/// scenario sets `network.host_burst_ns`. Deep on purpose:
 /// the machine cannot run dozens of senders at line rate in parallel, and timer-paced shaping of
 /// every sender serializes them (32 senders shaped with 128 µs buckets reached 1.65 Gb/s in all,
 /// so a 1 Gb/s port barely queued). A 1 ms bucket lets each host hand over a burst as fast as the
@@ -94,6 +95,9 @@ pub struct TestbedPlan {
     pub mtu_bytes: u32,
     /// Minimum retransmission timeout set on every host's route, in ms.
     pub rto_min_ms: u64,
+    /// Token-bucket depth of every host's egress shaper, ns at its link rate
+    /// (`network.host_burst_ns`, or [`HOST_BURST_NS`] when that is 0).
+    pub host_burst_ns: u64,
     /// Initial congestion window set on every host's route, in segments.
     pub initcwnd_segments: u32,
     /// Delayed acknowledgements (off: the route's `quickack`).
@@ -259,6 +263,7 @@ impl TestbedPlan {
             hosts: list,
             mtu_bytes: n.mtu_bytes,
             rto_min_ms,
+            host_burst_ns: if n.host_burst_ns > 0 { n.host_burst_ns } else { HOST_BURST_NS },
             initcwnd_segments: initcwnd,
             delayed_ack: n.tcp.delayed_ack,
             congestion: congestion.into(),
@@ -386,7 +391,7 @@ impl TestbedPlan {
                 route.extend(["quickack".into(), "1".into()]);
             }
             v.push(Step::Run(route));
-            v.push(shaper(ns, "eth0", h.link_bps, HOST_BURST_NS, HOST_QUEUE_BYTES, self.mtu_bytes));
+            v.push(shaper(ns, "eth0", h.link_bps, self.host_burst_ns, HOST_QUEUE_BYTES, self.mtu_bytes));
             if bridge {
                 v.push(shaper(sw, &h.short, h.link_bps, SWITCH_BURST_NS, h.port_buffer_bytes, self.mtu_bytes));
             }

@@ -116,6 +116,8 @@ fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow:
         report.tcp.timeouts += h.tcp.timeouts;
         report.tcp.fast_recoveries += h.tcp.fast_recoveries;
         report.tcp.loss_probes += h.tcp.loss_probes;
+        report.tcp.recovery_fails += h.tcp.recovery_fails;
+        report.tcp.lost_retransmits += h.tcp.lost_retransmits;
     }
     std::fs::write(&path, report.to_json()).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(TestbedRun { exit_code, report, build_s: testbed.build_s })
@@ -265,6 +267,8 @@ fn host_stats(plan: &TestbedPlan) -> anyhow::Result<(Vec<PortStats>, Vec<HostSta
                     timeouts,
                     fast_recoveries: get("TcpExtTCPSackRecovery") + get("TcpExtTCPRenoRecovery"),
                     loss_probes: get("TcpExtTCPLossProbes"),
+                    recovery_fails: get("TcpExtTCPSackRecoveryFail") + get("TcpExtTCPRenoRecoveryFail"),
+                    lost_retransmits: get("TcpExtTCPLostRetransmit"),
                 },
                 counters: c.into_iter().filter(|(k, v)| *v > 0 && k.starts_with("Tcp")).collect(),
             };

@@ -19,12 +19,14 @@ use std::process::ExitCode;
 /// `substrate` column, for `daqnet plot`), DIR/latency.png (boxes per point, both substrates)
 /// and DIR/slow-events.png (share of events that waited ≥ 100 ms). Prints the comparison and the
 /// agreement figures: medians within ±20 % where neither side has timeouts, shares of ≥ 100 ms
-/// events within a factor 2, and the incast onset along the first --vary axis within ±25 %.
+/// events within a factor 2, and the incast onset along the first --vary axis within ±25 %
+/// (with --repeat, of each side's means over its runs).
 /// Testbed points run one at a time (needs root); simulator points in parallel.
 #[derive(Args)]
 #[command(after_help = "Examples:\n  \
 daqnet validate scenarios/testbed/incast-32.toml --vary network.switch.buffer.port_bytes=100kB,200kB,400kB,1MB,4MB\n  \
-daqnet validate scenarios/testbed/atlas-mini.toml --vary system.credits_per_node=48,96,144,192,288,384")]
+daqnet validate scenarios/testbed/atlas-mini.toml --vary system.credits_per_node=48,96,144,192,288,384\n  \
+daqnet validate scenarios/testbed/atlas-mini.toml --repeat 5 --vary system.credits_per_node=96,192,384")]
 pub struct ValidateArgs {
     /// Scenario file (TOML); it must be one the testbed can build (star topology, dedicated buffers).
     file: PathBuf,
@@ -37,6 +39,12 @@ pub struct ValidateArgs {
     /// Measured events per point (overrides run.events).
     #[arg(long)]
     events: Option<u64>,
+    /// Runs per point on each side, with seeds run.seed, run.seed + 1, …; the comparison then
+    /// uses each side's means and shows the range of the share of slow events. Use it where
+    /// single runs scatter (near an incast onset both real TCP and the model are sensitive to
+    /// timing: docs/testbed.md).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
     /// Output folder (default: out/validate/<scenario name>).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -114,7 +122,7 @@ pub fn run(a: ValidateArgs) -> anyhow::Result<ExitCode> {
         sets.push(format!("network.tcp.timer_hz={hz}"));
     }
     let first_axis = axes[0].path.clone();
-    let plan = SweepPlan::single(&a.file, sets, axes, 1, false);
+    let plan = SweepPlan::single(&a.file, sets, axes, a.repeat, false);
     // Every point must be one the testbed can build, before anything runs.
     for p in plan.points()? {
         daqnet_testbed::plan::TestbedPlan::checked(&p.scenario, "check", &p.origin)?;
@@ -123,7 +131,7 @@ pub fn run(a: ValidateArgs) -> anyhow::Result<ExitCode> {
     let (tb_dir, sim_dir) = (out.join("testbed"), out.join("sim"));
     let one = ExecOptions { jobs: 1, shard: Shard::ALL, quiet: a.quiet };
     if !a.quiet {
-        eprintln!("testbed: {} points, one at a time", plan.len());
+        eprintln!("testbed: {} runs, one at a time", plan.len());
     }
     let tb = sweep::execute(&plan, &tb_dir, one, &testbed_point(out.join("scratch")))?;
     let _ = std::fs::remove_dir_all(out.join("scratch"));

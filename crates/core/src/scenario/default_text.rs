@@ -36,6 +36,7 @@ readout_link_bps = 1000000000    # each readout unit's link
 node_link_bps = 1000000000       # each node's link (the collector port)
 link_delay_ns = 500          # propagation delay of every link
 host_delay_ns = 40000        # receive-path latency of a host's network stack, per packet
+host_burst_ns = 0            # 0: hosts send at line rate (real NICs); > 0: a software shaper's bucket (testbed)
 
 # star topology only:
 # [network.switch]

@@ -179,6 +179,13 @@ pub struct Network {
     /// Latency a host's network stack adds to every received packet (interrupt moderation,
     /// softirq, socket wake-up), in ns. Together with the links it sets the base RTT.
     pub host_delay_ns: u64,
+    /// Token bucket of each host's transmit side, in ns at its link rate; 0 (default): a real
+    /// NIC, whose frames leave back to back at line rate. Above 0 a host sends like a software
+    /// shaper (Linux tbf) with a bucket this deep: a burst of up to this much line-rate time
+    /// leaves at once, and the link rate holds over anything longer. The testbed shapes every
+    /// host this way (1 ms unless set here); there the burst leaves as fast as the CPUs allow,
+    /// not at once, so the simulator with the same bucket overstates it (`docs/testbed.md`).
+    pub host_burst_ns: u64,
     /// `star` only: the single switch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub switch: Option<SwitchConfig>,
@@ -482,6 +489,7 @@ impl Default for Network {
             node_link_bps: 1_000_000_000,
             link_delay_ns: 500,
             host_delay_ns: 40_000,
+            host_burst_ns: 0,
             switch: None,
             readout_switch: None,
             rack_switch: None,

@@ -118,6 +118,10 @@ impl Fabric {
             let sw = b.f.switch_names[s as usize].clone();
             let hn = host_name(h, readout_units);
             let nic = b.port(format!("{hn}->{sw}"), host_rate(h), d, PortBuffer::Unlimited, false, NodeRef::Switch(s));
+            if net.host_burst_ns > 0 {
+                let p = &mut b.f.ports[nic as usize];
+                *p = p.clone().with_shaper(net.host_burst_ns);
+            }
             b.f.host_nic[h as usize] = nic;
             let p =
                 b.port(format!("{sw}->{hn}"), host_rate(h), into_host, PortBuffer::Unlimited, true, NodeRef::Host(h));

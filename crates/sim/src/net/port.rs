@@ -83,6 +83,18 @@ pub struct Port {
     pub peak_bytes: u64,
     /// Frames sent.
     pub frames: u64,
+    shaper: Option<Shaper>,
+}
+
+/// A software shaper in place of line-rate serialization (Linux tbf): a frame leaves as soon
+/// as the bucket holds its serialization time, and leaves at once.
+#[derive(Debug, Clone, Copy)]
+struct Shaper {
+    /// Bucket depth, ps of line-rate time.
+    depth_ps: u64,
+    /// Tokens at `at_ps`, ps.
+    tokens_ps: u64,
+    at_ps: u64,
 }
 
 /// The result of offering a frame to a port.
@@ -112,7 +124,16 @@ impl Port {
             drops: 0,
             peak_bytes: 0,
             frames: 0,
+            shaper: None,
         }
+    }
+
+    /// Shapes the port like a token bucket `burst_ns` deep at its rate (full at the start),
+    /// instead of serializing each frame at line rate.
+    pub fn with_shaper(mut self, burst_ns: u64) -> Self {
+        let depth_ps = burst_ns * 1000;
+        self.shaper = Some(Shaper { depth_ps, tokens_ps: depth_ps, at_ps: 0 });
+        self
     }
 
     /// Frees the bytes of frames whose transmission has ended by `now_ps`.
@@ -132,7 +153,19 @@ impl Port {
     /// Places an admitted frame in the queue and returns when it reaches the peer.
     fn enqueue(&mut self, now_ps: u64, frame_bytes: u32) -> u64 {
         let start = self.busy_until_ps.max(now_ps);
-        let end = start + serialization_ps(wire_bytes(frame_bytes), self.rate_bps);
+        let ser = serialization_ps(wire_bytes(frame_bytes), self.rate_bps);
+        let end = match &mut self.shaper {
+            None => start + ser,
+            Some(b) => {
+                // A frame larger than the bucket still goes once the bucket is full.
+                let need = ser.min(b.depth_ps);
+                let tokens = (b.tokens_ps + (start - b.at_ps)).min(b.depth_ps);
+                let leave = start + need.saturating_sub(tokens);
+                b.tokens_ps = (tokens + (leave - start)).min(b.depth_ps) - need;
+                b.at_ps = leave;
+                leave
+            }
+        };
         self.busy_until_ps = end;
         self.queue.push_back((end, frame_bytes));
         self.queued_bytes += frame_bytes as u64;
@@ -211,6 +244,24 @@ mod tests {
         let b = offer(&mut ports, &mut pools, 0, 0, 1518);
         assert_eq!(a, Admission::Sent { arrival_ns: 12_304 + 500 });
         assert_eq!(b, Admission::Sent { arrival_ns: 2 * 12_304 + 500 });
+    }
+
+    #[test]
+    fn a_shaped_port_sends_its_bucket_at_once_then_at_line_rate() {
+        let mut pools = BufferPools::default();
+        // 100 Mb/s: a 1518-byte frame (1538 on the wire) is 123.04 µs; the bucket holds 2.5.
+        let mut ports = vec![Port::new("p".into(), GBE / 10, 0, PortBuffer::Unlimited, false).with_shaper(307_600)];
+        let at = |a| match a {
+            Admission::Sent { arrival_ns } => arrival_ns,
+            Admission::Dropped => panic!("dropped"),
+        };
+        let sent: Vec<u64> = (0..5).map(|_| at(offer(&mut ports, &mut pools, 0, 1_000_000, 1518))).collect();
+        // Two frames leave at once, the third waits for the half frame of tokens it lacks,
+        // then one per serialization time.
+        assert_eq!(sent, [1_000_000, 1_000_000, 1_061_520, 1_184_560, 1_307_600]);
+        // Idle for a millisecond refills the bucket (never beyond its depth).
+        let later: Vec<u64> = (0..3).map(|_| at(offer(&mut ports, &mut pools, 0, 3_000_000, 1518))).collect();
+        assert_eq!(later, [3_000_000, 3_000_000, 3_061_520]);
     }
 
     #[test]

@@ -48,6 +48,11 @@ impl RttEstimator {
         self.backoff = (self.backoff + 1).min(30);
     }
 
+    /// Whether a timeout has backed the timer off since the last valid sample.
+    pub fn backed_off(&self) -> bool {
+        self.backoff > 0
+    }
+
     /// The current timeout, back-off included.
     pub fn rto(&self) -> Nanos {
         self.base_rto.saturating_mul(1u64 << self.backoff).min(self.max_rto)

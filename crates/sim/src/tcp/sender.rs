@@ -122,6 +122,10 @@ pub struct Sender {
     pub fast_recoveries: u64,
     /// Tail-loss probes sent.
     pub loss_probes: u64,
+    /// Recoveries that ended in a timeout (Linux `TCPSackRecoveryFail`).
+    pub recovery_fails: u64,
+    /// Retransmissions marked lost again (Linux `TCPLostRetransmit`).
+    pub lost_retransmits: u64,
 }
 
 impl Sender {
@@ -170,6 +174,8 @@ impl Sender {
             timeouts: 0,
             fast_recoveries: 0,
             loss_probes: 0,
+            recovery_fails: 0,
+            lost_retransmits: 0,
         }
     }
 
@@ -617,12 +623,12 @@ impl Sender {
             let dividend = self.ssthresh as i64 * self.prr_delivered as i64 + self.prior_cwnd as i64 - 1;
             dividend / self.prior_cwnd.max(1) as i64 - self.prr_out as i64
         } else {
+            // Linux since 5.19 (RFC 6937bis): send as much as was delivered, one more when the
+            // ACK advanced snd_una with no new loss (PRR-SSRB: recovery slow-starts back to
+            // ssthresh), never beyond ssthresh.
             let s = (self.prr_delivered as i64 - self.prr_out as i64).max(delivered as i64);
-            if una_advanced && !newly_lost {
-                s.min(delta)
-            } else {
-                s
-            }
+            let s = if una_advanced && !newly_lost { s + 1 } else { s };
+            s.min(delta)
         };
         // Force the fast retransmit on entering recovery.
         sndcnt = sndcnt.max(if self.prr_out == 0 { 1 } else { 0 });
@@ -701,6 +707,7 @@ impl Sender {
             } else if seg.flags & RETRANS != 0 {
                 seg.flags &= !RETRANS;
                 self.retrans_out -= 1;
+                self.lost_retransmits += 1;
             } else {
                 seg.flags |= LOST;
                 self.lost_out += 1;
@@ -780,6 +787,10 @@ impl Sender {
     /// Linux `tcp_retransmit_timer` and `tcp_enter_loss`.
     fn on_rto(&mut self, now: Nanos) {
         self.timeouts += 1;
+        // Linux counts the first timeout of a series by the state it ends.
+        if self.state == CaState::Recovery && !self.rtt.backed_off() {
+            self.recovery_fails += 1;
+        }
         if matches!(self.state, CaState::Open | CaState::Disorder) {
             self.ssthresh = self.cc.ssthresh_on_loss(self.cwnd);
         }
@@ -797,8 +808,11 @@ impl Sender {
         self.retrans_out = 0;
         let rack_on = self.rack_on;
         for (i, seg) in self.rtx.iter_mut().enumerate() {
-            seg.flags &= !RETRANS;
             let spared = rack_on && i > 0 && self.rack.recently_sent(now, seg.sent_at);
+            if !spared && seg.flags & (LOST | RETRANS | SACKED) == LOST | RETRANS {
+                self.lost_retransmits += 1;
+            }
+            seg.flags &= !RETRANS;
             if seg.flags & SACKED == 0 && !spared {
                 seg.flags |= LOST;
                 self.lost_out += 1;
@@ -851,6 +865,30 @@ mod tests {
         s.on_ack(200 * US, 0, &[(1000, 11_000)], false);
         assert_eq!(send(&mut s, 200 * US)[0], (0, true));
         assert_eq!((s.retransmits, s.timeouts), (2, 0));
+    }
+
+    #[test]
+    fn recovery_slow_starts_back_to_ssthresh_on_acks_that_advance_snd_una() {
+        let mut s = sender(true);
+        s.write(0, 10_000);
+        send(&mut s, 0);
+        // Segments 2–8 are lost and 9 arrives: too few SACKs for the duplicate-ACK rule, so
+        // RACK's reorder timer marks the hole lost, and recovery starts with one retransmission.
+        s.on_ack(100 * US, 2000, &[(9000, 10_000)], false);
+        let t = s.timer_deadline().expect("the reorder timer");
+        s.on_timer(t);
+        assert_eq!(s.state(), CaState::Recovery);
+        assert_eq!(send(&mut s, t), [(2000, true)]);
+        // An ACK that advances snd_una with no new loss lets PRR send one more than it
+        // delivered (Linux ≥ 5.19, RFC 6937bis): two retransmissions, then two more.
+        let t = t + 100 * US;
+        s.on_ack(t, 3000, &[(9000, 10_000)], false);
+        assert_eq!(send(&mut s, t), [(3000, true), (4000, true)]);
+        s.on_ack(t + 10 * US, 4000, &[(9000, 10_000)], false);
+        assert_eq!(send(&mut s, t + 10 * US), [(5000, true), (6000, true)]);
+        s.on_ack(t + 20 * US, 5000, &[(9000, 10_000)], false);
+        assert_eq!(send(&mut s, t + 20 * US), [(7000, true), (8000, true)]);
+        assert_eq!(s.in_flight(), 4, "the whole hole resent");
     }
 
     #[test]
