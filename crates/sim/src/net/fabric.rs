@@ -119,8 +119,7 @@ impl Fabric {
             let hn = host_name(h, readout_units);
             let nic = b.port(format!("{hn}->{sw}"), host_rate(h), d, PortBuffer::Unlimited, false, NodeRef::Switch(s));
             if net.host_burst_ns > 0 {
-                let p = &mut b.f.ports[nic as usize];
-                *p = p.clone().with_shaper(net.host_burst_ns);
+                b.f.ports[nic as usize].shape(net.host_burst_ns);
             }
             b.f.host_nic[h as usize] = nic;
             let p =

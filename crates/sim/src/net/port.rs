@@ -130,10 +130,9 @@ impl Port {
 
     /// Shapes the port like a token bucket `burst_ns` deep at its rate (full at the start),
     /// instead of serializing each frame at line rate.
-    pub fn with_shaper(mut self, burst_ns: u64) -> Self {
+    pub fn shape(&mut self, burst_ns: u64) {
         let depth_ps = burst_ns * 1000;
         self.shaper = Some(Shaper { depth_ps, tokens_ps: depth_ps, at_ps: 0 });
-        self
     }
 
     /// Frees the bytes of frames whose transmission has ended by `now_ps`.
@@ -250,7 +249,8 @@ mod tests {
     fn a_shaped_port_sends_its_bucket_at_once_then_at_line_rate() {
         let mut pools = BufferPools::default();
         // 100 Mb/s: a 1518-byte frame (1538 on the wire) is 123.04 µs; the bucket holds 2.5.
-        let mut ports = vec![Port::new("p".into(), GBE / 10, 0, PortBuffer::Unlimited, false).with_shaper(307_600)];
+        let mut ports = vec![Port::new("p".into(), GBE / 10, 0, PortBuffer::Unlimited, false)];
+        ports[0].shape(307_600);
         let at = |a| match a {
             Admission::Sent { arrival_ns } => arrival_ns,
             Admission::Dropped => panic!("dropped"),

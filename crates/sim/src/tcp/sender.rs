@@ -865,6 +865,7 @@ mod tests {
         s.on_ack(200 * US, 0, &[(1000, 11_000)], false);
         assert_eq!(send(&mut s, 200 * US)[0], (0, true));
         assert_eq!((s.retransmits, s.timeouts), (2, 0));
+        assert_eq!((s.lost_retransmits, s.recovery_fails), (1, 0), "Linux TCPLostRetransmit");
     }
 
     #[test]
@@ -905,6 +906,8 @@ mod tests {
         s.on_timer(rto);
         assert_eq!(send(&mut s, rto)[0], (0, true));
         assert_eq!(s.timeouts, 1);
+        // As Linux counts them: the recovery failed, and the timeout found its retransmission lost.
+        assert_eq!((s.recovery_fails, s.lost_retransmits), (1, 1));
     }
 
     #[test]
