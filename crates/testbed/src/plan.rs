@@ -523,6 +523,12 @@ mod tests {
                 && c.contains("rto_min 5ms initcwnd 10")));
         let offloads = steps.iter().filter(|s| matches!(s, Step::OffloadsOff { .. })).count();
         assert_eq!(offloads, 2 * p.hosts.len());
+        // A scenario's host bucket replaces the 1 ms default: 250 µs at 1 Gb/s is 31,250 bytes.
+        let mut shallow = incast();
+        shallow.network.host_burst_ns = 250_000;
+        let s = TestbedPlan::new(&shallow, "t1").unwrap().steps();
+        assert!(s.iter().map(cmd).any(|c| c
+            == "tc -n daqnet-t1-r0 qdisc replace dev eth0 root tbf rate 1000000000bit burst 31250 limit 4194304 overhead 24"));
         // Namespaces exist before anything is put in them.
         let first_link = all.iter().position(|c| c.contains("type veth")).unwrap();
         let last_add = all.iter().rposition(|c| c.starts_with("ip netns add")).unwrap();
