@@ -220,13 +220,14 @@ fn incast_32_with_a_deep_buffer_runs_at_line_rate_without_timeouts() {
     // 0.4–1 ms of process wake-ups on 2 cores above the wire time.
     let payload_ms = 32.0 * 65536.0 * 8.0 / 1e9 * 1e3;
     let wire_ms = payload_ms * 1538.0 / 1448.0;
+    let max_median_ms = wire_ms * 1.10;
     let (r, lat) = paced(
         || incast("deep", 100, &["network.switch.buffer.port_bytes=4MB"]),
-        |(r, _)| f(&r["latency_ms"]["median"]) <= wire_ms * 1.10,
+        |(r, _)| f(&r["latency_ms"]["median"]) <= max_median_ms,
     );
     let median = f(&r["latency_ms"]["median"]);
     assert!(median >= wire_ms * 0.99, "median {median} ms beats the wire time {wire_ms:.2} ms");
-    assert!(median <= wire_ms * 1.10, "median {median} ms, wire time {wire_ms:.2} ms (payload {payload_ms:.1} ms)");
+    assert!(median <= max_median_ms, "median {median} ms, wire time {wire_ms:.2} ms (payload {payload_ms:.1} ms)");
     assert!(f(&r["latency_ms"]["p1"]) >= wire_ms * 0.99, "a round beat the wire time");
     assert!(lat.iter().all(|&l| l < 200.0), "a round took ≥ 200 ms: {:?}", lat.iter().cloned().fold(0.0, f64::max));
     assert_eq!(r["switch"]["drops"], 0);
@@ -362,19 +363,20 @@ fn all_to_all_through_the_daqring_switch_runs_at_line_rate_without_a_drop() {
     if !root() {
         return;
     }
-    let (r, dir) = paced(
-        || all_to_all("scenarios/all-to-all/daqring.toml", "a2a-daqring", &["run.events=200"]),
-        |(_, dir)| steady_goodput_bps(dir) >= 0.93 * A2A_MAX_BPS,
-    );
-    let lat = latencies(&dir);
     // Line rate in steady state. Measured as total bytes over the run's span it was 94.8–99.0 %
     // (6 runs; the issue asks 95 %) and once 92.5 % in a full test run: the switch and 25
     // processes share two CPUs, and a busy moment slows every port (event gaps 93–95 ms instead
     // of 89). The median gap between a node's events leaves such moments out; the bound keeps
     // two points of margin. The report's goodput also counts the pipeline's fill and drain and
     // every stall: 93–97 % alone, below 90 % in a full test run.
+    let min_steady_bps = 0.93 * A2A_MAX_BPS;
+    let (r, dir) = paced(
+        || all_to_all("scenarios/all-to-all/daqring.toml", "a2a-daqring", &["run.events=200"]),
+        |(_, dir)| steady_goodput_bps(dir) >= min_steady_bps,
+    );
+    let lat = latencies(&dir);
     let steady = steady_goodput_bps(&dir);
-    assert!(steady >= 0.93 * A2A_MAX_BPS, "steady goodput {steady:.3e} b/s of {A2A_MAX_BPS:.3e}");
+    assert!(steady >= min_steady_bps, "steady goodput {steady:.3e} b/s of {A2A_MAX_BPS:.3e}");
     let goodput = f(&r["goodput_bps"]);
     assert!(goodput >= 0.85 * A2A_MAX_BPS, "goodput {goodput:.3e} b/s of {A2A_MAX_BPS:.3e}");
     assert_eq!(f(&r["switch"]["drops"]), 0.0, "{}", r["switch"]);
@@ -514,11 +516,12 @@ fn a_static_window_holds_each_flight_at_the_window_through_the_daqring_switch() 
     assert!(deps.is_ok_and(|s| s.success()), "scripts/testbed-deps.sh failed");
     let before = daqnet_testbed::static_cc::available();
     let sets = ["run.events=100", "network.tcp.congestion_control=static", "network.tcp.static_cwnd_segments=4"];
+    let min_goodput_bps = 0.9 * A2A_MAX_BPS;
     let (r, _) = paced(
         || all_to_all("scenarios/all-to-all/daqring.toml", "a2a-static", &sets),
-        |(r, _)| f(&r["goodput_bps"]) >= 0.9 * A2A_MAX_BPS,
+        |(r, _)| f(&r["goodput_bps"]) >= min_goodput_bps,
     );
-    assert!(f(&r["goodput_bps"]) >= 0.9 * A2A_MAX_BPS, "goodput {} b/s", r["goodput_bps"]);
+    assert!(f(&r["goodput_bps"]) >= min_goodput_bps, "goodput {} b/s", r["goodput_bps"]);
     let rings = daqrings(&r);
     assert_eq!(rings.len(), 4);
     for ring in rings {
