@@ -38,14 +38,25 @@ pub const SWITCH_BURST_NS: u64 = 128_000;
 /// (128 µs made it use 70 % of a CPU at 4 × 200 Mb/s) and holds the rate over longer stretches.
 pub const SOFT_SWITCH_BURST_NS: u64 = 500_000;
 
-/// Token-bucket depth of each host's own egress (its NIC), in ns at its rate, unless the
-/// scenario sets `network.host_burst_ns`. Deep on purpose:
-/// the machine cannot run dozens of senders at line rate in parallel, and timer-paced shaping of
-/// every sender serializes them (32 senders shaped with 128 µs buckets reached 1.65 Gb/s in all,
-/// so a 1 Gb/s port barely queued). A 1 ms bucket lets each host hand over a burst as fast as the
-/// CPUs allow, which is closer to many senders at line rate at once, and still holds every host
-/// to its line rate over any longer stretch.
-pub const HOST_BURST_NS: u64 = 1_000_000;
+/// Shaper wake-ups per second the machine serves across all readout hosts, which sets each
+/// host's default bucket ([`default_host_burst_ns`]). Measured with incast-32 (32 senders at
+/// 1 Gb/s, 4 MB port): 1 ms buckets (32,000 wake-ups/s) keep the round at 18.3 ms; 500 µs
+/// slows it to 18.6 ms and 250 µs to 18.8 ms (goodput 0.81 → 0.79 Gb/s), and 128 µs buckets
+/// reached only 1.65 Gb/s in all, so the 1 Gb/s port barely queued.
+pub const HOST_WAKEUPS_PER_S: u64 = 32_000;
+
+/// Token-bucket depth of each host's own egress (its NIC), in ns at its line rate, unless the
+/// scenario sets `network.host_burst_ns`: the smallest bucket that keeps the readout hosts
+/// within [`HOST_WAKEUPS_PER_S`], and never below [`SWITCH_BURST_NS`] (nor, in bytes, two
+/// frames: [`shaper`]).
+///
+/// A real NIC sends at line rate; a tbf with a deep bucket hands a burst to the switch as fast
+/// as the CPUs allow, which is burstier than any wire (a 1 ms bucket at 100 Mb/s lets a readout
+/// unit put 8 frames of a response into the switch queue at once). So the bucket is as small as
+/// the machine can pace: 1 ms for incast-32's 32 senders, 500 µs for atlas-mini's 16.
+pub fn default_host_burst_ns(readout_hosts: u32) -> u64 {
+    (readout_hosts as u64 * 1_000_000_000 / HOST_WAKEUPS_PER_S).max(SWITCH_BURST_NS)
+}
 
 /// Queue of each host's own egress shaper (its NIC), in bytes: deep, as a host queue is; TCP
 /// small queues keep each socket's share of it small.
@@ -96,7 +107,7 @@ pub struct TestbedPlan {
     /// Minimum retransmission timeout set on every host's route, in ms.
     pub rto_min_ms: u64,
     /// Token-bucket depth of every host's egress shaper, ns at its link rate
-    /// (`network.host_burst_ns`, or [`HOST_BURST_NS`] when that is 0).
+    /// (`network.host_burst_ns`, or [`default_host_burst_ns`] when that is 0).
     pub host_burst_ns: u64,
     /// Initial congestion window set on every host's route, in segments.
     pub initcwnd_segments: u32,
@@ -263,7 +274,7 @@ impl TestbedPlan {
             hosts: list,
             mtu_bytes: n.mtu_bytes,
             rto_min_ms,
-            host_burst_ns: if n.host_burst_ns > 0 { n.host_burst_ns } else { HOST_BURST_NS },
+            host_burst_ns: if n.host_burst_ns > 0 { n.host_burst_ns } else { default_host_burst_ns(s.readout_units) },
             initcwnd_segments: initcwnd,
             delayed_ack: n.tcp.delayed_ack,
             congestion: congestion.into(),
@@ -514,16 +525,18 @@ mod tests {
                 .to_string()
         ));
         assert!(all.contains(
-            &"tc -n daqnet-t1-r0 qdisc replace dev eth0 root tbf rate 1000000000bit burst 125000 limit 4194304 overhead 24"
+            &"tc -n daqnet-t1-r0 qdisc replace dev eth0 root tbf rate 1000000000bit burst 16000 limit 4194304 overhead 24"
                 .to_string()
-        ));
+        ), "three readout hosts: the 128 µs floor");
         assert!(all
             .iter()
             .any(|c| c.starts_with("ip -n daqnet-t1-c1 route replace 10.88.0.0/16")
                 && c.contains("rto_min 5ms initcwnd 10")));
         let offloads = steps.iter().filter(|s| matches!(s, Step::OffloadsOff { .. })).count();
         assert_eq!(offloads, 2 * p.hosts.len());
-        // A scenario's host bucket replaces the 1 ms default: 250 µs at 1 Gb/s is 31,250 bytes.
+        // The default bucket grows with the readout hosts: 1 ms for 32, 500 µs for 16.
+        assert_eq!((default_host_burst_ns(32), default_host_burst_ns(16)), (1_000_000, 500_000));
+        // A scenario's host bucket replaces the default: 250 µs at 1 Gb/s is 31,250 bytes.
         let mut shallow = incast();
         shallow.network.host_burst_ns = 250_000;
         let s = TestbedPlan::new(&shallow, "t1").unwrap().steps();
