@@ -47,23 +47,27 @@ pub const HOST_WAKEUPS_PER_S: u64 = 32_000;
 
 /// Token-bucket depth of each host's own egress (its NIC), in ns at its line rate, unless the
 /// scenario sets `network.host_burst_ns`: the smallest bucket that keeps the readout hosts
-/// within [`HOST_WAKEUPS_PER_S`], and never below [`HOST_MIN_BURST_NS`] — nor below 1 ms when
-/// the daqring switch, a busy process of its own, shares the two CPUs (`soft_switch`).
+/// within [`HOST_WAKEUPS_PER_S`], and never below [`HOST_MIN_BURST_NS`] — nor below
+/// [`SOFT_SWITCH_HOST_MIN_BURST_NS`] when the daqring switch shares the CPUs (`soft_switch`).
 ///
 /// A real NIC sends at line rate; a tbf with a deep bucket hands a burst to the switch as fast
 /// as the CPUs allow, which is burstier than any wire (a 1 ms bucket at 100 Mb/s lets a readout
 /// unit put 8 frames of a response into the switch queue at once). So the bucket is as small as
 /// the machine can pace: 1 ms for incast-32's 32 senders, 500 µs for atlas-mini's 16.
 pub fn default_host_burst_ns(readout_hosts: u32, soft_switch: bool) -> u64 {
-    let floor = if soft_switch { 1_000_000 } else { HOST_MIN_BURST_NS };
+    let floor = if soft_switch { SOFT_SWITCH_HOST_MIN_BURST_NS } else { HOST_MIN_BURST_NS };
     (readout_hosts as u64 * 1_000_000_000 / HOST_WAKEUPS_PER_S).max(floor)
 }
 
 /// Smallest default host bucket behind the bridge, ns at the host's line rate: slack for late
-/// timers on busy CPUs. Through the daqring switch (its own busy process) all-to-all's 8
-/// senders streaming at 100 Mb/s kept 73 % of line rate with 250 µs buckets in a full test run
-/// and once fell behind with 500 µs, where 1 ms keeps ≥ 93 %.
+/// timers on busy CPUs (atlas-mini's 16 senders at 100 Mb/s carry their offered 168 Mb/s with it).
 pub const HOST_MIN_BURST_NS: u64 = 500_000;
+
+/// Smallest default host bucket beside the daqring switch, ns at the host's line rate. The
+/// switch is a busy process on the same two CPUs: all-to-all's 8 senders streaming at 100 Mb/s
+/// through it kept 73 % of line rate with 250 µs buckets in a full test run and once fell
+/// behind with 500 µs, where 1 ms keeps ≥ 93 %.
+pub const SOFT_SWITCH_HOST_MIN_BURST_NS: u64 = 1_000_000;
 
 /// Queue of each host's own egress shaper (its NIC), in bytes: deep, as a host queue is; TCP
 /// small queues keep each socket's share of it small.
