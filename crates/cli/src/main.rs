@@ -34,7 +34,8 @@ enum Command {
     /// Run the lossless software switch (a queue per collector) on this namespace's interfaces.
     Switch(commands::switch::SwitchArgs),
     /// Run one role of a real run (supervisor, readout, collector), for deployment on many hosts.
-    Role(commands::role::RoleArgs),
+    #[command(name = daqnet_evb::role::VERB)]
+    Role(daqnet_evb::role::RoleArgs),
     /// Print the commented default scenario, or check and resolve a scenario file.
     Scenario(commands::scenario::ScenarioArgs),
     /// Measure simulator speed (collision events per wall second) on reference loads.

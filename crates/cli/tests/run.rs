@@ -2,6 +2,7 @@
 
 mod common;
 use common::{daqnet, out_dir, text};
+use daqnet_evb::role::SupervisorLine;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -261,7 +262,7 @@ fn bad_frames_are_refused_and_missing_roles_are_named() {
     let out = out_dir("alone");
     let mut sup = Command::new(env!("CARGO_BIN_EXE_daqnet"))
         .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
-        .args(["role", "supervisor", "--scenario", "scenarios/run/atlas-small.toml", "--announce", "-q"])
+        .args(["role", "supervisor", "--scenario", "scenarios/run/atlas-small.toml", "--launched"])
         .args(["--set", "deploy.startup_timeout_ms=2000", "--out", out.to_str().unwrap()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -269,7 +270,7 @@ fn bad_frames_are_refused_and_missing_roles_are_named() {
         .unwrap();
     let mut line = String::new();
     BufReader::new(sup.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
-    let addr = line.trim().strip_prefix("daqnet supervisor listening on ").expect("announced").to_string();
+    let Some(SupervisorLine::Listening { addr }) = SupervisorLine::parse(&line) else { panic!("announced: {line}") };
     let closed = |bytes: &[u8]| {
         let mut s = std::net::TcpStream::connect(&addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
@@ -279,7 +280,10 @@ fn bad_frames_are_refused_and_missing_roles_are_named() {
     };
     assert!(closed(b"GET / HTTP/1.1\r\n\r\n"), "garbage closes the connection");
     // A frame announcing 3 GiB (beyond deploy.max_frame_bytes).
-    assert!(closed(&[b'D', b'Q', 1, 1, 0, 0, 0, 0xc0]), "an oversized frame closes the connection");
+    assert!(
+        closed(&[b'D', b'Q', daqnet_evb::wire::VERSION, 1, 0, 0, 0, 0xc0]),
+        "an oversized frame closes the connection"
+    );
     let (status, out) = wait_within(&mut sup, Duration::from_secs(10));
     assert!(!status.success());
     assert!(out.contains("bad frame magic") && out.contains("exceeds the maximum"), "reasons logged: {out}");

@@ -2,13 +2,16 @@
 //!
 //! * [`scenario`]: the TOML scenario schema (`[system]`, `[network]`, `[run]`), loading with
 //!   `--set` overrides, and validation with errors that name the file, the field and the value.
+//! * [`ids`]: newtype identifiers and the [`Layout`] that owns the arithmetic between them.
 //! * [`dataflow`]: the sans-IO state machines of an event-building system ([`dataflow::ReadoutUnit`],
-//!   [`dataflow::Collector`] with its [`dataflow::CreditPool`], [`dataflow::ProcessingUnit`],
-//!   [`dataflow::Supervisor`] and its assignment policies). They do no I/O and read no clock:
-//!   a driver feeds them inputs (with the current time where it matters) and carries out their outputs.
+//!   [`dataflow::Node`] — a [`dataflow::Collector`] with its [`dataflow::CreditPool`] and the
+//!   node's [`dataflow::ProcessingUnit`]s — and the [`dataflow::Supervisor`] with its assignment
+//!   policies). They do no I/O and read no clock: a driver feeds them inputs (with the current
+//!   time where it matters) and carries out their outputs.
 //! * [`workload`]: fragment-size laws and the deterministic per-event choices that every substrate
 //!   must make identically.
-//! * [`report`]: the run report every substrate writes (`report.json`) and its statistics.
+//! * [`report`]: the run report every substrate writes (`report.json`), and [`report::Measure`],
+//!   the one definition of latency, rates and per-event rows every substrate uses.
 
 pub mod dataflow;
 pub mod ids;
@@ -17,5 +20,5 @@ pub mod scenario;
 pub mod units;
 pub mod workload;
 
-pub use ids::{EventId, Nanos, NodeId, PuId, ReadoutId, NS_PER_MS, NS_PER_S};
+pub use ids::{ConnId, EventId, Layout, Nanos, NodeId, PuId, ReadoutId, Side, NS_PER_MS, NS_PER_S};
 pub use scenario::Scenario;

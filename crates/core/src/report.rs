@@ -1,7 +1,7 @@
 //! The run report every substrate writes (`report.json`, DESIGN.md "Run report"), and the
 //! statistics that go into it. Top-level field names are a contract: add fields, rename none.
 
-use crate::{Nanos, NS_PER_MS};
+use crate::{EventId, Nanos, NodeId, PuId, Scenario, NS_PER_MS, NS_PER_S};
 use base64::Engine;
 use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
 use hdrhistogram::Histogram;
@@ -99,6 +99,17 @@ pub struct TcpCounters {
     pub lost_retransmits: u64,
 }
 
+impl std::ops::AddAssign<&TcpCounters> for TcpCounters {
+    fn add_assign(&mut self, o: &TcpCounters) {
+        self.retransmits += o.retransmits;
+        self.timeouts += o.timeouts;
+        self.fast_recoveries += o.fast_recoveries;
+        self.loss_probes += o.loss_probes;
+        self.recovery_fails += o.recovery_fails;
+        self.lost_retransmits += o.lost_retransmits;
+    }
+}
+
 /// One switch output port.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PortStats {
@@ -165,6 +176,10 @@ pub struct RunReport {
     /// (run, testbed) What went wrong: a role lost, a fragment that failed verification.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FaultRecord>,
+    /// (run, testbed) The run was stopped early (SIGINT or SIGTERM): the report covers what was
+    /// done until then.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     /// (testbed) Kernel TCP counters of every host.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<HostStats>,
@@ -206,8 +221,11 @@ pub struct NodeStats {
 pub struct FaultRecord {
     /// Seconds since the run started.
     pub at_s: f64,
-    /// The role concerned, e.g. `readout 3` or `collector 0`.
+    /// The role that failed, e.g. `readout 3` or `collector 0`.
     pub role: String,
+    /// The role that noticed it (the same as `role` when a role reports its own fault).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub noticed_by: String,
     /// What happened.
     pub reason: String,
     /// Events not built because of it.
@@ -278,7 +296,137 @@ impl EventRecord {
     }
 }
 
+/// One built event as a substrate saw it; times in ns since the run started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Track {
+    /// The event.
+    pub event: EventId,
+    /// The processing unit it was assigned to.
+    pub pu: PuId,
+    /// That unit's node.
+    pub node: NodeId,
+    /// When the supervisor assigned it.
+    pub assigned: Nanos,
+    /// When data collection started.
+    pub started: Nanos,
+    /// When its last fragment arrived.
+    pub done: Nanos,
+    /// Payload bytes collected.
+    pub bytes: u64,
+}
+
+impl Track {
+    /// Data-collection latency.
+    pub fn latency(&self) -> Nanos {
+        self.done - self.started
+    }
+
+    /// Its row in `events.csv`; events before `warmup` are not measured.
+    pub fn record(&self, warmup: u64) -> EventRecord {
+        EventRecord {
+            event: self.event.0,
+            pu: self.pu.0,
+            node: self.node.0,
+            assigned_ns: self.assigned,
+            start_ns: self.started,
+            done_ns: self.done,
+            bytes: self.bytes,
+            measured: self.event.0 >= warmup,
+        }
+    }
+}
+
+/// The measured part of a run, accumulated event by event: the one definition of latency,
+/// duration and rates that every substrate uses. Events numbered below the warm-up are left
+/// out; the order in which events are recorded does not matter.
+#[derive(Debug, Clone)]
+pub struct Measure {
+    warmup: u64,
+    latencies: Vec<Nanos>,
+    first_assigned: Option<Nanos>,
+    last_done: Nanos,
+    bytes: u64,
+}
+
+/// What [`Measure`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measured {
+    /// Measured events built.
+    pub events_built: u64,
+    /// From the first measured event's assignment to the last one's completion, seconds.
+    pub duration_s: f64,
+    /// Measured events built per second.
+    pub event_rate_hz: f64,
+    /// Payload bits per second.
+    pub goodput_bps: f64,
+    /// Data-collection latency.
+    pub latency_ms: LatencyMs,
+}
+
+impl Measure {
+    /// Nothing measured yet; events `0..warmup` will not count.
+    pub fn new(warmup: u64) -> Self {
+        Measure { warmup, latencies: Vec::new(), first_assigned: None, last_done: 0, bytes: 0 }
+    }
+
+    /// A built event.
+    pub fn record(&mut self, t: &Track) {
+        if t.event.0 < self.warmup {
+            return;
+        }
+        self.latencies.push(t.latency());
+        self.first_assigned = Some(self.first_assigned.map_or(t.assigned, |f| f.min(t.assigned)));
+        self.last_done = self.last_done.max(t.done);
+        self.bytes += t.bytes;
+    }
+
+    /// Measured events built so far.
+    pub fn events_built(&self) -> u64 {
+        self.latencies.len() as u64
+    }
+
+    /// The statistics (zero rates when nothing was built).
+    pub fn finish(self) -> Measured {
+        let duration_s = self.first_assigned.map_or(0, |f| self.last_done.saturating_sub(f)) as f64 / NS_PER_S as f64;
+        let per_s = |x: f64| if duration_s > 0.0 { x / duration_s } else { 0.0 };
+        Measured {
+            events_built: self.events_built(),
+            duration_s,
+            event_rate_hz: per_s(self.events_built() as f64),
+            goodput_bps: per_s(self.bytes as f64 * 8.0),
+            latency_ms: LatencyMs::from_ns(&self.latencies),
+        }
+    }
+}
+
+impl Measured {
+    /// The statistics of `tracks` (events before `warmup` left out).
+    pub fn from<'a>(tracks: impl IntoIterator<Item = &'a Track>, warmup: u64) -> Self {
+        let mut m = Measure::new(warmup);
+        tracks.into_iter().for_each(|t| m.record(t));
+        m.finish()
+    }
+}
+
 impl RunReport {
+    /// A report of `substrate` running `scenario` (named `origin`), with the measured part
+    /// filled in; the substrate adds its own counters.
+    pub fn measured(substrate: &str, origin: &str, scenario: &Scenario, m: Measured) -> Self {
+        RunReport {
+            substrate: substrate.into(),
+            scenario: origin.into(),
+            seed: scenario.run.seed,
+            events_built: m.events_built,
+            duration_s: m.duration_s,
+            event_rate_hz: m.event_rate_hz,
+            goodput_bps: m.goodput_bps,
+            latency_ms: m.latency_ms,
+            daqnet_version: env!("CARGO_PKG_VERSION").into(),
+            resolved_scenario: scenario.to_toml(),
+            ..Default::default()
+        }
+    }
+
     /// The report as pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a report always serializes")
@@ -346,7 +494,12 @@ impl RunReport {
                 n if n <= 8 => format!("; lost events {:?}", f.lost_events),
                 n => format!("; {n} lost events, first {:?}", &f.lost_events[..8]),
             };
-            row("fault", format!("at {:.3} s, {}: {}{lost}", f.at_s, f.role, f.reason));
+            let by = if f.noticed_by.is_empty() || f.noticed_by == f.role {
+                String::new()
+            } else {
+                format!(" (noticed by {})", f.noticed_by)
+            };
+            row("fault", format!("at {:.3} s, {}{by}: {}{lost}", f.at_s, f.role, f.reason));
         }
         let speed = self.sim_events_per_s.map(|e| format!(" ({e:.0} events/s)")).unwrap_or_default();
         row("wall time", format!("{:.2} s{speed}", self.wall_s));
@@ -371,5 +524,28 @@ mod tests {
     #[test]
     fn empty_latencies_are_zero() {
         assert_eq!(LatencyMs::from_ns(&[]).mean, 0.0);
+    }
+
+    fn track(event: u64, assigned: Nanos, started: Nanos, done: Nanos) -> Track {
+        Track { event: EventId(event), pu: PuId(0), node: NodeId(0), assigned, started, done, bytes: 1000 }
+    }
+
+    #[test]
+    fn the_measured_part_runs_from_the_first_assignment_to_the_last_completion_after_warm_up() {
+        let tracks = [
+            track(0, 0, 0, 9 * NS_PER_S), // warm-up: left out even though it ends last
+            track(2, NS_PER_S, NS_PER_S + 10, 3 * NS_PER_S),
+            track(1, 2 * NS_PER_S, 2 * NS_PER_S, 5 * NS_PER_S),
+        ];
+        let m = Measured::from(&tracks, 1);
+        assert_eq!(m.events_built, 2);
+        assert_eq!(m.duration_s, 4.0);
+        assert_eq!(m.event_rate_hz, 0.5);
+        assert_eq!(m.goodput_bps, 2.0 * 8000.0 / 4.0);
+        assert_eq!(m.latency_ms.max, 3000.0);
+        let reversed: Vec<Track> = tracks.iter().rev().copied().collect();
+        assert_eq!(Measured::from(&reversed, 1), m, "order does not matter");
+        assert_eq!(Measured::from(&tracks[..1], 1).event_rate_hz, 0.0, "nothing measured: no rate");
+        assert!(!tracks[0].record(1).measured && tracks[1].record(1).measured);
     }
 }

@@ -61,7 +61,7 @@ impl FragmentSizes {
             FragmentSize::Fixed { .. } => 1.0,
             FragmentSize::LognormalNormal { event_mu, event_sigma, .. } => {
                 let d = LogNormal::new(event_mu, event_sigma).expect("validated sigma");
-                d.sample(&mut rng_for(self.seed, Stream::EventSize, &[event]))
+                d.sample(&mut rng_for(self.seed, Stream::EventSize, &[event.0]))
             }
         }
     }
@@ -86,7 +86,7 @@ impl FragmentSizes {
             FragmentSize::Fixed { bytes } => vec![bytes as u64; self.fragments_per_unit as usize],
             FragmentSize::LognormalNormal { base_bytes, fragment_sd_bytes, min_bytes, .. } => {
                 let scale = self.event_scale(event) * base_bytes as f64;
-                let mut rng = rng_for(self.seed, Stream::FragmentSize, &[event, readout as u64]);
+                let mut rng = rng_for(self.seed, Stream::FragmentSize, &[event.0, readout.0 as u64]);
                 let noise = Normal::new(0.0, fragment_sd_bytes).expect("validated sd");
                 (0..self.fragments_per_unit)
                     .map(|_| (scale + noise.sample(&mut rng)).round().max(min_bytes as f64) as u64)
@@ -102,18 +102,18 @@ pub fn service_delay(seed: u64, event: EventId, readout: ReadoutId, base_ns: u64
     if jitter_ns == 0 {
         return base_ns;
     }
-    base_ns + rng_for(seed, Stream::Service, &[event, readout as u64]).random_range(0..jitter_ns)
+    base_ns + rng_for(seed, Stream::Service, &[event.0, readout.0 as u64]).random_range(0..jitter_ns)
 }
 
 /// The readout units a processing unit collects from for `event`: all of them when
 /// `fraction >= 1`, otherwise `ceil(fraction × units)` of them chosen uniformly, in ascending order.
 pub fn readout_subset(seed: u64, event: EventId, fraction: f64, units: u32) -> Vec<ReadoutId> {
-    let all: Vec<ReadoutId> = (0..units).collect();
+    let all: Vec<ReadoutId> = (0..units).map(ReadoutId).collect();
     if fraction >= 1.0 {
         return all;
     }
     let k = ((fraction * units as f64).ceil() as usize).clamp(1, units as usize);
-    let mut rng = rng_for(seed, Stream::Subset, &[event]);
+    let mut rng = rng_for(seed, Stream::Subset, &[event.0]);
     let mut pool = all;
     // Partial Fisher–Yates: the first k entries become a uniform sample.
     for i in 0..k {
@@ -129,10 +129,13 @@ pub fn readout_subset(seed: u64, event: EventId, fraction: f64, units: u32) -> V
 mod tests {
     use super::*;
 
+    const E10: EventId = EventId(10);
+    const R3: ReadoutId = ReadoutId(3);
+
     #[test]
     fn fixed_sizes_are_exact() {
         let s = FragmentSizes::new(FragmentSize::Fixed { bytes: 1100 }, 7, 12);
-        assert_eq!(s.unit_bytes(3, 5), 13_200);
+        assert_eq!(s.unit_bytes(EventId(3), ReadoutId(5)), 13_200);
     }
 
     #[test]
@@ -146,28 +149,28 @@ mod tests {
         };
         let s = FragmentSizes::new(law.clone(), 7, 12);
         let again = FragmentSizes::new(law, 7, 12);
-        assert_eq!(s.unit_bytes(10, 3), again.unit_bytes(10, 3));
-        let each = s.fragment_bytes(10, 3);
+        assert_eq!(s.unit_bytes(E10, R3), again.unit_bytes(E10, R3));
+        let each = s.fragment_bytes(E10, R3);
         assert_eq!(each.len(), 12);
-        assert_eq!(each.iter().sum::<u64>(), s.unit_bytes(10, 3));
+        assert_eq!(each.iter().sum::<u64>(), s.unit_bytes(E10, R3));
         assert!(each.windows(2).any(|w| w[0] != w[1]), "fragments of a unit differ: {each:?}");
         // Mean of LogNormal(0, 0.25) is exp(0.03125) ≈ 1.0317: over many events the mean fragment
         // is ≈ 1135 bytes; events differ from each other much more than units within an event.
         let n = 4000u64;
-        let mean: f64 = (0..n).map(|e| s.unit_bytes(e, 0) as f64 / 12.0).sum::<f64>() / n as f64;
+        let mean: f64 = (0..n).map(|e| s.unit_bytes(EventId(e), ReadoutId(0)) as f64 / 12.0).sum::<f64>() / n as f64;
         assert!((mean - 1134.9).abs() < 15.0, "mean fragment {mean}");
-        let within: Vec<f64> = (0..50).map(|r| s.unit_bytes(1, r) as f64).collect();
+        let within: Vec<f64> = (0..50).map(|r| s.unit_bytes(EventId(1), ReadoutId(r)) as f64).collect();
         let spread = within.iter().cloned().fold(f64::MIN, f64::max) - within.iter().cloned().fold(f64::MAX, f64::min);
         assert!(spread < 0.2 * 13_200.0, "units of one event differ by {spread} bytes");
     }
 
     #[test]
     fn subsets_have_the_right_size_and_are_deterministic() {
-        let a = readout_subset(1, 42, 0.1, 160);
+        let a = readout_subset(1, EventId(42), 0.1, 160);
         assert_eq!(a.len(), 16);
-        assert_eq!(a, readout_subset(1, 42, 0.1, 160));
-        assert_ne!(a, readout_subset(1, 43, 0.1, 160));
+        assert_eq!(a, readout_subset(1, EventId(42), 0.1, 160));
+        assert_ne!(a, readout_subset(1, EventId(43), 0.1, 160));
         assert!(a.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(readout_subset(1, 42, 1.0, 5), vec![0, 1, 2, 3, 4]);
+        assert_eq!(readout_subset(1, EventId(42), 1.0, 5), (0..5).map(ReadoutId).collect::<Vec<_>>());
     }
 }

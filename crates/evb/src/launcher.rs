@@ -1,42 +1,37 @@
 //! `daqnet run`: starts every role of a scenario as its own process on this machine (the
-//! supervisor first, on a free loopback port unless `deploy.supervisor` says otherwise), waits
-//! for the supervisor to finish, and makes sure no role outlives the run.
+//! supervisor first, on a free loopback port unless `deploy.supervisor` says otherwise), watches
+//! the supervisor, and always leaves a report.
+//!
+//! The launcher owns its children: they form one process group, and each dies with the
+//! launcher (`PR_SET_PDEATHSIG`: the supervisor then writes an interrupted report). The
+//! supervisor tells the launcher where it listens and that it is alive ([`SupervisorLine`]); a
+//! supervisor that dies, or stays silent for [`hang_after`], is replaced as the report's author:
+//! the launcher writes a report naming it as the failed role. SIGINT and SIGTERM make the
+//! supervisor stop the run and write a report marked `interrupted`.
 
+use crate::role::{RoleArgs, RoleId, SupervisorLine};
 use anyhow::{anyhow, bail, Context};
+use daqnet_core::report::{FaultRecord, NotBuilt, RunReport};
+use daqnet_core::workload::mix;
 use daqnet_core::{EventId, ReadoutId, Scenario};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A role of a run, as the launcher starts it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RoleName {
-    /// The supervisor.
-    Supervisor,
-    /// Readout unit `i`.
-    Readout(u32),
-    /// The collector of node `i`.
-    Collector(u32),
-}
-
-impl std::fmt::Display for RoleName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RoleName::Supervisor => write!(f, "supervisor"),
-            RoleName::Readout(i) => write!(f, "readout {i}"),
-            RoleName::Collector(i) => write!(f, "collector {i}"),
-        }
-    }
-}
-
 /// Prepares a role's command before it starts, e.g. to run it inside a network namespace
 /// (the testbed). Without one, every role runs where the launcher runs.
-pub type Placement = Arc<dyn Fn(RoleName, &mut Command) -> anyhow::Result<()> + Send + Sync>;
+pub type Placement = Arc<dyn Fn(RoleId, &mut Command) -> anyhow::Result<()> + Send + Sync>;
+
+/// A progress callback: (events finished, events in all — `None` for a timed run).
+pub type OnProgress = Box<dyn FnMut(u64, Option<u64>)>;
 
 /// What `daqnet run` was asked to do.
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub struct LaunchOptions {
     /// The `daqnet` executable to start roles with.
     pub exe: PathBuf,
@@ -52,129 +47,318 @@ pub struct LaunchOptions {
     pub duration_s: Option<f64>,
     /// Fault injection: corrupt (readout unit, event).
     pub corrupt: Vec<(ReadoutId, EventId)>,
-    /// No progress display.
-    pub quiet: bool,
-    /// The supervisor prints no summary (the caller prints its own).
-    pub no_summary: bool,
     /// Where each role runs (default: here).
     pub place: Option<Placement>,
+    /// Called with (events finished, events in all — `None` for a timed run) as the run goes.
+    pub progress: Option<OnProgress>,
 }
 
-/// A started role.
-struct Proc {
-    name: String,
-    child: Child,
+/// A finished launch.
+#[derive(Debug)]
+pub struct Launched {
+    /// The run report (also in `out/report.json`).
+    pub report: RunReport,
+    /// Where it was written.
+    pub path: PathBuf,
+    /// 0 when every event was built and verified; 1 otherwise.
+    pub code: i32,
 }
 
-/// Runs the scenario with every role as a local process; returns the supervisor's exit code
-/// (0: every event built and verified).
-pub fn launch(sc: &Scenario, opts: &LaunchOptions) -> anyhow::Result<i32> {
+/// The files a run writes into its output folder; they are removed before it starts, so that
+/// none of them can be mistaken for this run's if it fails.
+pub const OUTPUT_FILES: [&str; 4] = ["report.json", "events.csv", "roles.json", "scenario.toml"];
+
+/// How long a supervisor may stay silent (it reports every 100 ms) before it is declared hung:
+/// twice the peer timeout, at least one second.
+pub fn hang_after(sc: &Scenario) -> Duration {
+    Duration::from_millis((2 * sc.deploy.peer_timeout_ms).max(1000))
+}
+
+/// The process group of a run's roles, killed as one.
+struct Roles {
+    procs: Vec<(RoleId, Child)>,
+    group: Option<i32>,
+}
+
+impl Roles {
+    fn spawn(&mut self, role: RoleId, mut cmd: Command) -> anyhow::Result<&mut Child> {
+        let group = self.group.unwrap_or(0);
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::setpgid(0, group) != 0 || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().with_context(|| format!("cannot start {role}"))?;
+        self.group.get_or_insert(child.id() as i32);
+        self.procs.push((role, child));
+        Ok(&mut self.procs.last_mut().expect("just pushed").1)
+    }
+
+    fn signal(&self, role: RoleId, sig: i32) {
+        if let Some((_, c)) = self.procs.iter().find(|(r, _)| *r == role) {
+            // SAFETY: kill has no memory-safety preconditions.
+            unsafe { libc::kill(c.id() as i32, sig) };
+        }
+    }
+
+    /// Gives the roles `grace` to exit on their own, then kills the whole group and reaps it.
+    fn end(mut self, grace: Duration) {
+        let until = Instant::now() + grace;
+        while Instant::now() < until && self.procs.iter_mut().any(|(_, c)| matches!(c.try_wait(), Ok(None))) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for (role, c) in &mut self.procs {
+            if matches!(c.try_wait(), Ok(None)) {
+                eprintln!("daqnet run: {role} did not exit; killing it");
+            }
+        }
+        if let Some(g) = self.group {
+            // SAFETY: as above; a negative pid names the process group.
+            unsafe { libc::kill(-g, libc::SIGKILL) };
+        }
+        for (_, c) in &mut self.procs {
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Roles {
+    fn drop(&mut self) {
+        if let Some(g) = self.group.take() {
+            // SAFETY: as above. Reached only on an error path: nothing of the run survives it.
+            unsafe { libc::kill(-g, libc::SIGKILL) };
+            self.procs.iter_mut().for_each(|(_, c)| drop(c.wait()));
+        }
+    }
+}
+
+/// Runs the scenario with every role as a local process and returns its report.
+pub fn launch(sc: &Scenario, opts: &mut LaunchOptions) -> anyhow::Result<Launched> {
     let dir = &opts.out;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    for f in OUTPUT_FILES {
+        let p = dir.join(f);
+        std::fs::remove_file(&p)
+            .or_else(|e| if p.exists() { Err(e) } else { Ok(()) })
+            .with_context(|| format!("cannot remove the stale {}", p.display()))?;
+    }
+    let mut sc = sc.clone();
+    if sc.deploy.run_id == 0 {
+        sc.deploy.run_id = fresh_run_id();
+    }
     // Every role reads the resolved scenario, so `--set` overrides reach all of them.
     let file = dir.join("scenario.toml");
     std::fs::write(&file, sc.to_toml()).with_context(|| format!("cannot write {}", file.display()))?;
-    run_processes(sc, opts, &file)
+    let ended = run_roles(&sc, opts, &file, interrupted())?;
+    finish(&sc, opts, ended)
 }
 
-fn role(opts: &LaunchOptions, file: &Path, name: RoleName) -> anyhow::Result<Command> {
+/// Set once SIGINT or SIGTERM has arrived. The first call installs the handlers: from then on
+/// those signals ask the process to stop (the launcher forwards them to the supervisor, loops
+/// over runs stop between runs), and a second SIGINT ends it at once.
+pub fn interrupted() -> &'static AtomicBool {
+    static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+    FLAG.get_or_init(|| {
+        let flag = Arc::new(AtomicBool::new(false));
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            // Registration fails only for forbidden signals; these two are allowed.
+            let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, flag.clone());
+            let _ = signal_hook::flag::register(sig, flag.clone());
+        }
+        flag
+    })
+}
+
+/// A run id nobody else is likely to use: the launcher's pid and clock, mixed, in 63 bits (a
+/// TOML integer is signed).
+fn fresh_run_id() -> u64 {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    (mix(t ^ ((std::process::id() as u64) << 32)) >> 1).max(1)
+}
+
+/// How the supervisor ended.
+enum Ended {
+    /// It exited with this code (its report, if any, is in the output folder).
+    Exited(i32),
+    /// It died of a signal or was killed as hung: the launcher writes the report.
+    Failed { reason: String, at_s: f64, assigned: u64, finished: u64 },
+}
+
+fn role_command(opts: &LaunchOptions, file: &Path, role: RoleId) -> anyhow::Result<Command> {
     let mut c = Command::new(&opts.exe);
-    let kind = match name {
-        RoleName::Supervisor => "supervisor",
-        RoleName::Readout(_) => "readout",
-        RoleName::Collector(_) => "collector",
-    };
-    c.arg("role").arg(kind).arg("--scenario").arg(file);
-    if let RoleName::Readout(i) | RoleName::Collector(i) = name {
-        c.args(["--index", &i.to_string()]);
+    let mut a = RoleArgs::new(role, file.to_path_buf());
+    a.out = opts.out.clone();
+    if role == RoleId::Supervisor {
+        a.launched = true;
+        a.quiet = true;
+        a.origin = Some(opts.origin.clone());
+        a.per_event = opts.per_event;
+        a.metrics = opts.metrics.clone();
+        a.duration_s = opts.duration_s;
     }
+    if let RoleId::Readout(r) = role {
+        a.corrupt_event = opts.corrupt.iter().filter(|(cr, _)| *cr == r).map(|(_, e)| e.0).collect();
+    }
+    c.arg(crate::role::VERB).args(a.to_args());
     if let Some(place) = &opts.place {
-        place(name, &mut c).with_context(|| format!("cannot place {name}"))?;
+        place(role, &mut c).with_context(|| format!("cannot place {role}"))?;
     }
     Ok(c)
 }
 
-fn run_processes(sc: &Scenario, opts: &LaunchOptions, file: &Path) -> anyhow::Result<i32> {
-    let mut procs: Vec<Proc> = Vec::new();
-    let mut sup = role(opts, file, RoleName::Supervisor)?;
-    sup.args(["--announce", "--origin", &opts.origin]).stdout(Stdio::piped());
-    sup.arg("--out").arg(&opts.out);
-    if opts.per_event {
-        sup.arg("--per-event");
-    }
-    if let Some(m) = &opts.metrics {
-        sup.args(["--metrics", m]);
-    }
-    if let Some(d) = opts.duration_s {
-        sup.args(["--duration-s", &d.to_string()]);
-    }
-    if opts.quiet {
-        sup.arg("--quiet");
-    }
-    if opts.no_summary {
-        sup.arg("--no-summary");
-    }
-    let mut child = sup.spawn().with_context(|| format!("cannot start {}", opts.exe.display()))?;
-    let mut lines = BufReader::new(child.stdout.take().expect("piped"));
-    procs.push(Proc { name: "supervisor".into(), child });
-    let mut first = String::new();
-    lines.read_line(&mut first)?;
-    let Some(addr) = first.trim().strip_prefix("daqnet supervisor listening on ") else {
-        let status = procs[0].child.wait()?;
-        bail!("the supervisor did not start ({status}); its error is above");
+fn run_roles(sc: &Scenario, opts: &mut LaunchOptions, file: &Path, interrupted: &AtomicBool) -> anyhow::Result<Ended> {
+    let mut roles = Roles { procs: Vec::new(), group: None };
+    let mut cmd = role_command(opts, file, RoleId::Supervisor)?;
+    cmd.stdout(Stdio::piped());
+    let sup = roles.spawn(RoleId::Supervisor, cmd)?;
+    let lines = read_lines(sup.stdout.take().expect("piped"));
+    let deadline = Instant::now() + Duration::from_millis(sc.deploy.startup_timeout_ms);
+    let addr = loop {
+        match lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(SupervisorLine::Listening { addr }) => break addr,
+            Ok(_) => continue,
+            Err(_) => bail!("the supervisor did not start; its error is above"),
+        }
     };
-    let addr = addr.to_string();
-    // Forward the rest of the supervisor's output (its summary).
-    let forward = std::thread::spawn(move || {
-        let mut out = std::io::stdout();
-        for line in lines.lines().map_while(Result::ok) {
-            let _ = writeln!(out, "{line}");
-        }
-    });
-    let started = (|| -> anyhow::Result<()> {
-        for r in 0..sc.system.readout_units {
-            let mut c = role(opts, file, RoleName::Readout(r))?;
-            c.args(["--supervisor", &addr]);
-            for (_, e) in opts.corrupt.iter().filter(|(cr, _)| *cr == r) {
-                c.args(["--corrupt-event", &e.to_string()]);
-            }
-            procs.push(Proc { name: RoleName::Readout(r).to_string(), child: c.spawn()? });
-        }
-        for n in 0..sc.system.nodes {
-            let mut c = role(opts, file, RoleName::Collector(n))?;
-            c.args(["--supervisor", &addr]);
-            procs.push(Proc { name: RoleName::Collector(n).to_string(), child: c.spawn()? });
-        }
-        Ok(())
-    })();
-    let roles: Vec<serde_json::Value> =
-        procs.iter().map(|p| serde_json::json!({ "role": p.name, "pid": p.child.id() })).collect();
-    let _ = std::fs::write(opts.out.join("roles.json"), serde_json::to_string_pretty(&roles)?);
-    let code = match started {
-        Ok(()) => wait_for_supervisor(&mut procs),
-        Err(e) => Err(anyhow!("cannot start a role: {e}")),
-    };
-    // No role outlives the run: give them a moment to exit on their own, then kill.
-    let grace = Instant::now() + Duration::from_secs(1);
-    for p in &mut procs {
-        while Instant::now() < grace && matches!(p.child.try_wait(), Ok(None)) {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        if matches!(p.child.try_wait(), Ok(None)) {
-            eprintln!("daqnet run: {} did not exit; killing it", p.name);
-            let _ = p.child.kill();
-            let _ = p.child.wait();
-        }
+    let mut layout_roles: Vec<RoleId> = sc.layout().readouts().map(RoleId::Readout).collect();
+    layout_roles.extend(sc.layout().all_nodes().map(RoleId::Collector));
+    for role in layout_roles {
+        let mut c = role_command(opts, file, role)?;
+        c.args(["--supervisor", &addr]);
+        roles.spawn(role, c)?;
     }
-    let _ = forward.join();
-    code
+    let table: Vec<serde_json::Value> =
+        roles.procs.iter().map(|(r, c)| serde_json::json!({ "role": r.to_string(), "pid": c.id() })).collect();
+    let _ = std::fs::write(opts.out.join("roles.json"), serde_json::to_string_pretty(&table)?);
+    let ended = watch(sc, opts, &mut roles, &lines, interrupted);
+    roles.end(Duration::from_secs(1));
+    Ok(ended)
 }
 
-fn wait_for_supervisor(procs: &mut [Proc]) -> anyhow::Result<i32> {
-    loop {
-        if let Some(status) = procs[0].child.try_wait()? {
-            return Ok(status.code().unwrap_or(1));
+/// Reads the supervisor's stdout on a thread: its lines for the launcher go to the channel;
+/// anything else is passed through.
+fn read_lines(out: std::process::ChildStdout) -> Receiver<SupervisorLine> {
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            match SupervisorLine::parse(&line) {
+                Some(l) => {
+                    if tx.send(l).is_err() {
+                        return;
+                    }
+                }
+                None => println!("{line}"),
+            }
         }
-        std::thread::sleep(Duration::from_millis(10));
+    });
+    rx
+}
+
+/// Watches the supervisor until it exits or is declared hung; forwards an interruption to it.
+fn watch(
+    sc: &Scenario,
+    opts: &mut LaunchOptions,
+    roles: &mut Roles,
+    lines: &Receiver<SupervisorLine>,
+    interrupted: &AtomicBool,
+) -> Ended {
+    let total = opts.duration_s.is_none().then_some(sc.run.warmup_events + sc.run.events);
+    let (mut assigned, mut finished) = (0, 0);
+    let start = Instant::now();
+    let mut last_heard = Instant::now();
+    let mut forwarded = false;
+    loop {
+        match lines.recv_timeout(Duration::from_millis(10)) {
+            Ok(SupervisorLine::Progress { assigned: a, finished: f }) => {
+                (assigned, finished, last_heard) = (a, f, Instant::now());
+                if let Some(p) = &mut opts.progress {
+                    p(f, total);
+                }
+            }
+            Ok(SupervisorLine::Listening { .. }) | Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => last_heard = Instant::now(),
+        }
+        if let Some(status) = roles.procs[0].1.try_wait().ok().flatten() {
+            return match status.code() {
+                Some(code) => Ended::Exited(code),
+                None => {
+                    let reason = format!("the supervisor died ({status})");
+                    Ended::Failed { reason, at_s: start.elapsed().as_secs_f64(), assigned, finished }
+                }
+            };
+        }
+        if interrupted.load(Ordering::Relaxed) && !forwarded {
+            forwarded = true;
+            last_heard = Instant::now();
+            roles.signal(RoleId::Supervisor, libc::SIGTERM);
+        }
+        let silent = last_heard.elapsed();
+        if silent > hang_after(sc) {
+            roles.signal(RoleId::Supervisor, libc::SIGKILL);
+            let reason = format!(
+                "no sign of life from the supervisor for {:.1} s: stopped or hung; killed",
+                silent.as_secs_f64()
+            );
+            return Ended::Failed { reason, at_s: start.elapsed().as_secs_f64(), assigned, finished };
+        }
     }
 }
+
+/// The report: the supervisor's, or — when it failed — one the launcher writes.
+fn finish(sc: &Scenario, opts: &LaunchOptions, ended: Ended) -> anyhow::Result<Launched> {
+    let path = opts.out.join("report.json");
+    let (code, report) = match ended {
+        Ended::Exited(code) if path.exists() => {
+            let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            (code, serde_json::from_str(&text).with_context(|| format!("{} is not a run report", path.display()))?)
+        }
+        Ended::Exited(code) => bail!("the supervisor exited ({code}) without a report; its error is above"),
+        Ended::Failed { reason, at_s, assigned, finished } => {
+            let r = launcher_report(sc, opts, (reason, at_s), assigned, finished);
+            std::fs::write(&path, r.to_json()).with_context(|| format!("cannot write {}", path.display()))?;
+            (1, r)
+        }
+    };
+    Ok(Launched { report, path, code: code.clamp(0, 255) })
+}
+
+/// The report of a run whose supervisor failed: its results went with it, so every measured
+/// event assigned is lost and the rest abandoned; the supervisor is the failed role.
+fn launcher_report(
+    sc: &Scenario,
+    opts: &LaunchOptions,
+    (reason, at_s): (String, f64),
+    assigned: u64,
+    finished: u64,
+) -> RunReport {
+    let measured_assigned = assigned.saturating_sub(sc.run.warmup_events);
+    let target = if opts.duration_s.is_some() { measured_assigned } else { sc.run.events };
+    let lost = measured_assigned.min(target);
+    let fault = FaultRecord {
+        at_s,
+        role: RoleId::Supervisor.to_string(),
+        noticed_by: "launcher".into(),
+        reason: format!("{reason} ({finished} events had finished; their results are lost with it)"),
+        lost_events: Vec::new(),
+    };
+    let mut r = RunReport::measured("run", &opts.origin, sc, daqnet_core::report::Measure::new(0).finish());
+    r.events_not_built = NotBuilt { timed_out: 0, lost, abandoned: target - lost };
+    r.faults = vec![fault];
+    r
+}
+
+/// Rejects a `duration` that no run can have: not finite, not positive, or beyond
+/// [`MAX_DURATION_S`].
+pub fn check_duration(flag: &str, d: f64) -> anyhow::Result<()> {
+    if !(d.is_finite() && d > 0.0 && d <= MAX_DURATION_S) {
+        return Err(anyhow!("{flag} {d}: must be a number of seconds above 0 and at most {MAX_DURATION_S} (30 days)"));
+    }
+    Ok(())
+}
+
+/// The longest timed run, seconds (30 days).
+pub const MAX_DURATION_S: f64 = 30.0 * 86_400.0;

@@ -7,7 +7,10 @@
 //! * [`payload`]: deterministic fragment payloads and their byte-for-byte verification.
 //! * [`net`]: transports behind one trait (TCP first) and the per-connection tasks
 //!   (heartbeats, loss detection).
-//! * [`roles`]: the readout, collector and supervisor processes.
+//! * [`role`]: the one name of a role ([`role::RoleId`]) and the command line that starts one
+//!   ([`role::RoleArgs`]), shared by the launcher and the CLI.
+//! * [`roles`]: the readout, collector and supervisor processes: state machines without IO
+//!   and the thin loops that drive them.
 //! * [`launcher`]: `daqnet run`, every role as a process on this machine.
 //! * [`metrics`]: the Prometheus endpoint.
 
@@ -15,6 +18,7 @@ pub mod launcher;
 pub mod metrics;
 pub mod net;
 pub mod payload;
+pub mod role;
 pub mod roles;
 pub mod wire;
 
@@ -27,4 +31,18 @@ pub fn block_on<T>(threads: usize, fut: impl std::future::Future<Output = T>) ->
         tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build()?
     };
     Ok(rt.block_on(fut))
+}
+
+/// Loads a scenario for a real run: the scenario with `--set` overrides, plus the checks only a
+/// real run needs (`[deploy]` addresses and limits), as one readable error naming the file and
+/// each field.
+pub fn load_run_scenario(path: &std::path::Path, sets: &[String]) -> anyhow::Result<daqnet_core::Scenario> {
+    let sc = daqnet_core::scenario::load(path, sets).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let problems = sc.run_problems();
+    if !problems.is_empty() {
+        let lines: Vec<String> =
+            problems.iter().map(|(field, m)| format!("{}: field `{field}`: {m}", path.display())).collect();
+        anyhow::bail!("{}", lines.join("\n"));
+    }
+    Ok(sc)
 }

@@ -24,7 +24,7 @@ fn word(k: u64, i: u64) -> u64 {
 }
 
 fn key(seed: u64, event: EventId, source: ReadoutId, index: u32) -> u64 {
-    mix(mix(seed ^ 0x5041_594c_4f41_4400) ^ mix(event).rotate_left(13) ^ (((source as u64) << 32) | index as u64))
+    mix(mix(seed ^ 0x5041_594c_4f41_4400) ^ mix(event.0).rotate_left(13) ^ (((source.0 as u64) << 32) | index as u64))
 }
 
 /// Fills `out` with the payload of fragment `index` of readout unit `source` for `event`.
@@ -122,6 +122,7 @@ mod tests {
             seed in any::<u64>(), event in any::<u64>(), source in any::<u32>(), index in 0u32..100,
             len in 0usize..3000, flip in any::<prop::sample::Index>(), bit in 0u8..8,
         ) {
+            let (event, source) = (EventId(event), ReadoutId(source));
             let mut p = vec![0u8; len];
             fill(seed, event, source, index, &mut p);
             prop_assert_eq!(check(seed, event, source, index, &p), Ok(()));
@@ -137,9 +138,9 @@ mod tests {
     fn append_matches_fill() {
         for len in [0, 1, 7, 8, 511, 512, 513, 4099] {
             let mut a = vec![0u8; len];
-            fill(5, 6, 7, 8, &mut a);
+            fill(5, EventId(6), ReadoutId(7), 8, &mut a);
             let mut b = bytes::BytesMut::from(&b"xy"[..]);
-            append(5, 6, 7, 8, len, &mut b);
+            append(5, EventId(6), ReadoutId(7), 8, len, &mut b);
             assert_eq!(&b[2..], &a[..], "len {len}");
         }
     }
@@ -148,10 +149,10 @@ mod tests {
     fn restamping_another_payload_gives_this_one() {
         for len in [0, 3, 64, 65, 1100, 131072] {
             let mut a = vec![0u8; len];
-            fill(1, 2, 3, 4, &mut a);
-            restamp(1, 99, 5, 0, &mut a);
+            fill(1, EventId(2), ReadoutId(3), 4, &mut a);
+            restamp(1, EventId(99), ReadoutId(5), 0, &mut a);
             let mut b = vec![0u8; len];
-            fill(1, 99, 5, 0, &mut b);
+            fill(1, EventId(99), ReadoutId(5), 0, &mut b);
             assert_eq!(a, b, "len {len}");
         }
     }
@@ -159,10 +160,10 @@ mod tests {
     #[test]
     fn another_fragments_payload_does_not_check() {
         let mut p = vec![0u8; 1100];
-        fill(1, 10, 3, 0, &mut p);
-        assert!(check(1, 11, 3, 0, &p).is_err(), "other event");
-        assert!(check(1, 10, 4, 0, &p).is_err(), "other unit");
-        assert!(check(1, 10, 3, 1, &p).is_err(), "other fragment");
-        assert!(check(2, 10, 3, 0, &p).is_err(), "other seed");
+        fill(1, EventId(10), ReadoutId(3), 0, &mut p);
+        assert!(check(1, EventId(11), ReadoutId(3), 0, &p).is_err(), "other event");
+        assert!(check(1, EventId(10), ReadoutId(4), 0, &p).is_err(), "other unit");
+        assert!(check(1, EventId(10), ReadoutId(3), 1, &p).is_err(), "other fragment");
+        assert!(check(2, EventId(10), ReadoutId(3), 0, &p).is_err(), "other seed");
     }
 }

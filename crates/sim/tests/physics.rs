@@ -1,7 +1,7 @@
 //! Physics tests of the TCP and network model: line-rate goodput, loss recovery, timeouts.
 
 use daqnet_core::scenario::parse_str;
-use daqnet_core::Scenario;
+use daqnet_core::{NodeId, ReadoutId, Scenario};
 use daqnet_sim::net::wire::max_goodput_bps;
 use daqnet_sim::{simulate, DropRule, SimOptions, SimOutput};
 
@@ -75,7 +75,7 @@ fn a_single_drop_in_a_long_flow_is_repaired_by_fast_retransmit() {
     for sack in [true, false] {
         let s = one_flow(2_000_000, 2, &format!("sack = {sack}"), 1500);
         let clean = run(&s, vec![]);
-        let out = run(&s, vec![DropRule { readout: 0, node: 0, data_segment: 300 }]);
+        let out = run(&s, vec![DropRule { readout: ReadoutId(0), node: NodeId(0), data_segment: 300 }]);
         let t = &out.report.tcp;
         assert_eq!(out.report.events_built, 2);
         assert_eq!(t.timeouts, 0, "sack={sack}: no timeout");
@@ -89,7 +89,7 @@ fn a_single_drop_in_a_long_flow_is_repaired_by_fast_retransmit() {
 #[test]
 fn newreno_repairs_several_drops_in_one_window_with_partial_acks() {
     let s = one_flow(2_000_000, 1, "sack = false", 1500);
-    let drops = [300, 303, 306].map(|k| DropRule { readout: 0, node: 0, data_segment: k }).to_vec();
+    let drops = [300, 303, 306].map(|k| DropRule { readout: ReadoutId(0), node: NodeId(0), data_segment: k }).to_vec();
     let out = run(&s, drops);
     assert_eq!(out.report.tcp.timeouts, 0);
     assert_eq!(out.report.tcp.fast_recoveries, 1, "one recovery episode handles all three holes");
@@ -119,7 +119,7 @@ fn losing_the_last_segment_of_a_message_costs_about_one_minimum_rto() {
     ] {
         let s = one_flow(segments * 1448, 2, &format!("tail_loss_probe = {tlp}\ntimer_hz = {hz}"), 1500);
         let clean = run(&s, vec![]);
-        let out = run(&s, vec![DropRule { readout: 0, node: 0, data_segment: segments - 1 }]);
+        let out = run(&s, vec![DropRule { readout: ReadoutId(0), node: NodeId(0), data_segment: segments - 1 }]);
         let t = &out.report.tcp;
         let what = format!("{segments} segments, tlp={tlp}, {hz} Hz");
         assert_eq!((t.timeouts, t.loss_probes), if tlp { (0, 1) } else { (1, 0) }, "{what}");
@@ -140,7 +140,7 @@ fn a_tail_loss_probe_repairs_a_lost_tail_of_several_segments_in_a_few_rtts() {
     for tlp in [false, true] {
         let s = one_flow(100 * 1448, 1, &format!("tail_loss_probe = {tlp}"), 1500);
         let clean = run(&s, vec![]);
-        let drops = [97, 98, 99].map(|k| DropRule { readout: 0, node: 0, data_segment: k }).to_vec();
+        let drops = [97, 98, 99].map(|k| DropRule { readout: ReadoutId(0), node: NodeId(0), data_segment: k }).to_vec();
         let out = run(&s, drops);
         let t = &out.report.tcp;
         let extra = latency_ms(&out, 0) - latency_ms(&clean, 0);
@@ -172,7 +172,7 @@ fn window_state_persists_across_events_on_a_connection() {
     // starts from the reduced window, so it takes longer than on a fresh connection.
     let s = one_flow(100 * 1448, 2, "tail_loss_probe = false", 1500);
     let clean = run(&s, vec![]);
-    let out = run(&s, vec![DropRule { readout: 0, node: 0, data_segment: 99 }]);
+    let out = run(&s, vec![DropRule { readout: ReadoutId(0), node: NodeId(0), data_segment: 99 }]);
     assert_eq!(out.report.tcp.timeouts, 1);
     assert!(latency_ms(&out, 1) > latency_ms(&clean, 1) + 0.05, "second message should feel the smaller window");
 }

@@ -3,7 +3,8 @@
 //! figures of seed 003 §6's validation — the incast onset in each, and the ratio of medians
 //! where neither side has timeouts — and of goodput (issue 6: the software switch).
 
-use crate::sweep::{point_dir, read_point, SweepPlan};
+use crate::points::{point_dir, read_point};
+use crate::sweep::SweepPlan;
 use anyhow::Context;
 use daqnet_core::report::RunReport;
 use std::fmt::Write as _;

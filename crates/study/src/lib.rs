@@ -6,6 +6,7 @@
 
 pub mod compare;
 pub mod plot;
+pub mod points;
 pub mod study;
 pub mod sweep;
 pub mod table;

@@ -15,14 +15,13 @@
 //! A point's folder is written under a temporary name and renamed when complete, so an
 //! interrupted sweep leaves no half-written point behind.
 
+pub use crate::points::{point_dir, read_point, PointMeta};
 use crate::vary::Axis;
 use anyhow::{bail, Context};
 use daqnet_core::report::{EventRecord, RunReport};
 use daqnet_core::Scenario;
-use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 /// One scenario the axes are applied to, e.g. "switch 1".
@@ -64,21 +63,6 @@ impl From<Axis> for AxisSpec {
     fn from(a: Axis) -> Self {
         AxisSpec { path: a.path, values: a.values }
     }
-}
-
-/// Identity of one point, stored as `point.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PointMeta {
-    /// Index in the plan.
-    pub index: usize,
-    /// Series name.
-    pub series: String,
-    /// Repeat number, from 0.
-    pub repeat: u32,
-    /// Seed it ran with.
-    pub seed: u64,
-    /// (axis path, value) in axis order.
-    pub values: Vec<(String, String)>,
 }
 
 /// One resolved point of a plan.
@@ -220,25 +204,6 @@ fn combinations(axes: &[AxisSpec]) -> Vec<Vec<usize>> {
     out
 }
 
-/// Folder of point `index` inside a sweep folder.
-pub fn point_dir(out: &Path, index: usize) -> PathBuf {
-    out.join("points").join(format!("p{index:04}"))
-}
-
-/// Reads a finished point (point.json + report.json); `None` if it is not finished.
-pub fn read_point(dir: &Path) -> anyhow::Result<Option<(PointMeta, RunReport)>> {
-    let report_path = dir.join("report.json");
-    if !report_path.exists() {
-        return Ok(None);
-    }
-    let read = |p: &Path| std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()));
-    let meta: PointMeta = serde_json::from_str(&read(&dir.join("point.json"))?)
-        .with_context(|| format!("{} is damaged; delete that folder to rerun the point", dir.display()))?;
-    let report: RunReport = serde_json::from_str(&read(&report_path)?)
-        .with_context(|| format!("{} is damaged; delete that folder to rerun the point", report_path.display()))?;
-    Ok(Some((meta, report)))
-}
-
 /// Records the plan in `out/sweep.json`, or checks that the one already there is the same.
 pub fn claim_folder(plan: &SweepPlan, out: &Path) -> anyhow::Result<()> {
     let path = out.join("sweep.json");
@@ -316,15 +281,40 @@ fn write_point(out: &Path, p: &Point, o: &PointOutput, per_event: bool) -> anyho
     std::fs::rename(&tmp, &dir).with_context(|| format!("cannot move {} to {}", tmp.display(), dir.display()))
 }
 
+/// What a sweep reports as it goes, for a progress display.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SweepEvent<'a> {
+    /// Before anything runs: `done` of this shard's `of` points are already finished in
+    /// `folder` (an earlier run, perhaps of another build: say so even when quiet).
+    Resuming {
+        /// Points already done.
+        done: usize,
+        /// Points of this shard.
+        of: usize,
+        /// The sweep folder.
+        folder: &'a Path,
+    },
+    /// `points` points are about to run.
+    Starting {
+        /// How many.
+        points: usize,
+    },
+    /// Point `index` finished (or failed).
+    Finished {
+        /// Its index.
+        index: usize,
+    },
+}
+
 /// How to execute a plan.
-#[derive(Debug, Clone, Copy)]
-pub struct ExecOptions {
+#[derive(Clone, Copy)]
+pub struct ExecOptions<'a> {
     /// Worker threads (points run in parallel, one point per thread).
     pub jobs: usize,
     /// Which points this process runs.
     pub shard: Shard,
-    /// No progress bar.
-    pub quiet: bool,
+    /// Told what happens, from any worker thread.
+    pub observer: Option<&'a (dyn Fn(SweepEvent) + Sync)>,
 }
 
 /// What [`execute`] did.
@@ -343,7 +333,7 @@ pub struct Executed {
 }
 
 /// Runs a plan into `out`: claims the folder, skips finished points, runs the rest in
-/// parallel with a progress bar (points done, ETA), and writes `table.csv`.
+/// parallel (telling `opts.observer` as it goes), and writes `table.csv`.
 pub fn execute(
     plan: &SweepPlan,
     out: &Path,
@@ -354,39 +344,18 @@ pub fn execute(
     claim_folder(plan, out)?;
     let todo = pending(&points, out, opts.shard)?;
     let mine = points.iter().filter(|p| opts.shard.owns(p.meta.index)).count();
-    let bar = if opts.quiet || !std::io::stderr().is_terminal() {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::new(todo.len() as u64)
-    };
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} sweep [{bar:40}] {pos}/{len} points  {elapsed} elapsed, eta {eta}  {msg}",
-        )
-        .expect("valid template")
-        .progress_chars("=> "),
-    );
-    if mine > todo.len() {
-        // Said even when quiet: results from an earlier run (perhaps another build) must not pass
-        // for new ones unannounced.
-        let note = format!(
-            "resuming: {} of {mine} points already done in {} (remove it to measure them again)",
-            mine - todo.len(),
-            out.display()
-        );
-        if bar.is_hidden() {
-            eprintln!("{note}");
-        } else {
-            bar.println(note);
+    let tell = |e: SweepEvent| {
+        if let Some(o) = opts.observer {
+            o(e)
         }
-    }
-    let done = |p: &Point| {
-        bar.set_message(format!("last: p{:04}", p.meta.index));
-        bar.inc(1);
     };
+    if mine > todo.len() {
+        tell(SweepEvent::Resuming { done: mine - todo.len(), of: mine, folder: out });
+    }
+    tell(SweepEvent::Starting { points: todo.len() });
+    let done = |p: &Point| tell(SweepEvent::Finished { index: p.meta.index });
     let failures = run_points(&todo, out, opts.jobs, plan.per_event, runner, &done)?;
-    bar.finish_and_clear();
-    let (table, rows) = crate::table::write(out, plan)?;
+    let (table, rows) = crate::table::write(out, &plan.axis_paths(), plan.len())?;
     Ok(Executed { ran: todo.len() - failures.len(), skipped: mine - todo.len(), failures, table, rows })
 }
 

@@ -3,7 +3,7 @@
 //! one that ran in a single go. Wall-clock figures stay in each point's report.json: the
 //! table of a sweep is deterministic.
 
-use crate::sweep::{point_dir, read_point, PointMeta, SweepPlan};
+use crate::points::{point_dir, read_point, PointMeta};
 use anyhow::Context;
 use daqnet_core::report::RunReport;
 use std::path::{Path, PathBuf};
@@ -36,22 +36,21 @@ const SUMMARY: &[Column] = &[
     ("peak_port_bytes", |r| r.switch.ports.iter().map(|p| p.peak_bytes).max().unwrap_or(0) as f64),
 ];
 
-/// Writes `out/table.csv` from the finished points of `plan` in `out`; returns its path and
-/// the number of rows.
-pub fn write(out: &Path, plan: &SweepPlan) -> anyhow::Result<(PathBuf, usize)> {
+/// Writes `out/table.csv` from the finished points among the sweep's `points` in `out`, with a
+/// column per swept path in `axes`; returns its path and the number of rows.
+pub fn write(out: &Path, axes: &[String], points: usize) -> anyhow::Result<(PathBuf, usize)> {
     let path = out.join("table.csv");
     let mut w = csv::Writer::from_path(&path).with_context(|| format!("cannot write {}", path.display()))?;
     let mut header: Vec<String> = ["point", "series", "repeat", "seed"].map(String::from).to_vec();
-    let axes = plan.axis_paths();
     header.extend(axes.iter().cloned());
     header.extend(SUMMARY.iter().map(|(c, _)| c.to_string()));
     header.push("dir".into());
     w.write_record(&header)?;
     let mut rows = 0;
-    for index in 0..plan.len() {
+    for index in 0..points {
         let dir = point_dir(out, index);
         if let Some((meta, report)) = read_point(&dir)? {
-            w.write_record(row(&meta, &report, &axes, &dir, out))?;
+            w.write_record(row(&meta, &report, axes, &dir, out))?;
             rows += 1;
         }
     }

@@ -4,7 +4,8 @@
 
 use daqnet_core::scenario::{BufferConfig, CongestionControl, DaqringConfig, SwitchKind, Topology};
 use daqnet_core::Scenario;
-use daqnet_evb::launcher::RoleName;
+use daqnet_core::{NodeId, ReadoutId};
+use daqnet_evb::role::RoleId;
 use daqnet_switch::config::{PortConfig, Route};
 use daqnet_switch::SwitchConfig;
 use std::net::Ipv4Addr;
@@ -80,7 +81,7 @@ const MAX_BRIDGE_PORTS: u32 = 1023;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Host {
     /// The role it runs.
-    pub role: RoleName,
+    pub role: RoleId,
     /// Short name, unique in the testbed (`sup`, `r12`, `c3`); also the name of its port in
     /// the switch namespace.
     pub short: String,
@@ -275,12 +276,14 @@ impl TestbedPlan {
         let ip = |third: u32, i: u32| Ipv4Addr::new(10, 88, (third + i / 250) as u8, (i % 250 + 1) as u8);
         let host =
             |role, short: String, ip, link_bps| Host { role, ns: ns(&short), short, ip, link_bps, port_buffer_bytes };
-        let mut list =
-            vec![host(RoleName::Supervisor, "sup".into(), ip(0, 0), n.node_link_bps.max(n.readout_link_bps))];
+        let mut list = vec![host(RoleId::Supervisor, "sup".into(), ip(0, 0), n.node_link_bps.max(n.readout_link_bps))];
         list.extend(
-            (0..s.readout_units).map(|r| host(RoleName::Readout(r), format!("r{r}"), ip(16, r), n.readout_link_bps)),
+            (0..s.readout_units)
+                .map(|r| host(RoleId::Readout(ReadoutId(r)), format!("r{r}"), ip(16, r), n.readout_link_bps)),
         );
-        list.extend((0..s.nodes).map(|c| host(RoleName::Collector(c), format!("c{c}"), ip(8, c), n.node_link_bps)));
+        list.extend(
+            (0..s.nodes).map(|c| host(RoleId::Collector(NodeId(c)), format!("c{c}"), ip(8, c), n.node_link_bps)),
+        );
         Ok(TestbedPlan {
             id: id.to_string(),
             switch_ns: ns("sw"),
@@ -322,7 +325,7 @@ impl TestbedPlan {
     }
 
     /// The host of `role`.
-    pub fn host(&self, role: RoleName) -> &Host {
+    pub fn host(&self, role: RoleId) -> &Host {
         self.hosts.iter().find(|h| h.role == role).expect("every role has a host")
     }
 
@@ -330,9 +333,9 @@ impl TestbedPlan {
     /// `[network.tcp]` (the testbed emulates `[network]`, so it decides).
     pub fn deployed(&self, sc: &Scenario) -> Scenario {
         let mut sc = sc.clone();
-        sc.deploy.supervisor = format!("{}:{SUPERVISOR_PORT}", self.host(RoleName::Supervisor).ip);
+        sc.deploy.supervisor = format!("{}:{SUPERVISOR_PORT}", self.host(RoleId::Supervisor).ip);
         sc.deploy.readouts = (0..sc.system.readout_units)
-            .map(|r| format!("{}:{READOUT_PORT}", self.host(RoleName::Readout(r)).ip))
+            .map(|r| format!("{}:{READOUT_PORT}", self.host(RoleId::Readout(ReadoutId(r))).ip))
             .collect();
         sc.deploy.tcp_congestion = self.congestion.clone();
         sc
@@ -430,10 +433,10 @@ impl TestbedPlan {
     /// The hosts `h` exchanges traffic with: the supervisor talks to everyone; collectors and
     /// readout units to the supervisor and to each other.
     fn peers<'a>(&'a self, h: &'a Host) -> impl Iterator<Item = &'a Host> + 'a {
-        let kind = |r: RoleName| std::mem::discriminant(&r);
+        let kind = |r: RoleId| r.kind();
         self.hosts.iter().filter(move |p| {
             p.ip != h.ip
-                && (h.role == RoleName::Supervisor || p.role == RoleName::Supervisor || kind(p.role) != kind(h.role))
+                && (h.role == RoleId::Supervisor || p.role == RoleId::Supervisor || kind(p.role) != kind(h.role))
         })
     }
 
@@ -442,7 +445,7 @@ impl TestbedPlan {
     pub fn switch_config(&self) -> SwitchConfig {
         let ports = self.hosts.iter().map(|h| PortConfig { name: h.short.clone(), rate_bps: h.link_bps }).collect();
         let routes = self.hosts.iter().enumerate().map(|(i, h)| Route { mac: h.mac(), port: i }).collect();
-        let collectors: Vec<&Host> = self.hosts.iter().filter(|h| matches!(h.role, RoleName::Collector(_))).collect();
+        let collectors: Vec<&Host> = self.hosts.iter().filter(|h| matches!(h.role, RoleId::Collector(_))).collect();
         let bucket = |h: &Host| (h.link_bps as u128 * SOFT_SWITCH_BURST_NS as u128 / 8 / 1_000_000_000) as u64;
         let frame = (self.mtu_bytes + 14 + WIRE_OVERHEAD_BYTES) as u64;
         SwitchConfig {
@@ -514,8 +517,8 @@ mod tests {
         let p = TestbedPlan::new(&incast(), "t1").unwrap();
         let names: Vec<&str> = p.hosts.iter().map(|h| h.short.as_str()).collect();
         assert_eq!(names, ["sup", "r0", "r1", "r2", "c0", "c1"]);
-        assert_eq!(p.host(RoleName::Readout(2)).ip, Ipv4Addr::new(10, 88, 16, 3));
-        assert_eq!(p.host(RoleName::Collector(1)).ns, "daqnet-t1-c1");
+        assert_eq!(p.host(RoleId::Readout(ReadoutId(2))).ip, Ipv4Addr::new(10, 88, 16, 3));
+        assert_eq!(p.host(RoleId::Collector(NodeId(1))).ns, "daqnet-t1-c1");
         assert_eq!(p.switch_ns, "daqnet-t1-sw");
         assert!(p.hosts.iter().all(|h| h.port_buffer_bytes == 200_000));
         let d = p.deployed(&incast());

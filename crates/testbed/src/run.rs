@@ -11,7 +11,8 @@ use anyhow::Context;
 use daqnet_core::report::{HostStats, PortStats, RunReport, SwitchStats, TcpCounters};
 use daqnet_core::scenario::SwitchKind;
 use daqnet_core::Scenario;
-use daqnet_evb::launcher::{launch, LaunchOptions, Placement, RoleName};
+use daqnet_evb::launcher::{launch, LaunchOptions, Placement};
+use daqnet_evb::role::RoleId;
 use daqnet_switch::run::SwitchReport;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -77,32 +78,26 @@ fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow:
         .is_none()
         .then(|| Sampler::start(plan.switch_ns.clone(), plan.hosts.iter().map(|h| h.short.clone()).collect()));
     let hosts = plan.hosts.clone();
-    let place: Placement = Arc::new(move |role: RoleName, cmd: &mut std::process::Command| {
+    let place: Placement = Arc::new(move |role: RoleId, cmd: &mut std::process::Command| {
         let host = hosts.iter().find(|h| h.role == role).expect("every role has a host");
         netns::place(cmd, &host.ns)
     });
-    let launch_opts = LaunchOptions {
+    let mut launch_opts = LaunchOptions {
         exe: opts.exe.clone(),
         origin: opts.origin.clone(),
         out: opts.out.clone(),
         per_event: opts.per_event,
-        quiet: opts.quiet,
-        no_summary: true,
         place: Some(place),
         ..Default::default()
     };
-    let exit_code = launch(&plan.deployed(sc), &launch_opts);
+    let launched = launch(&plan.deployed(sc), &mut launch_opts);
     let ports = match (sampler, daqring) {
         (Some(s), _) => s.stop(),
         (None, Some(d)) => d.stop(),
         (None, None) => unreachable!("one of them runs"),
     };
-    let exit_code = exit_code?;
-    let path = opts.out.join("report.json");
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("the supervisor wrote no report ({} is missing)", path.display()))?;
-    let mut report: RunReport =
-        serde_json::from_str(&text).with_context(|| format!("{} is not a run report", path.display()))?;
+    let launched = launched?;
+    let (exit_code, path, mut report) = (launched.code, launched.path, launched.report);
     report.substrate = "testbed".into();
     report.resolved_scenario = sc.to_toml();
     let (egress, hosts) = host_stats(plan)?;
@@ -112,12 +107,7 @@ fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow:
     report.hosts = hosts;
     report.tcp = TcpCounters::default();
     for h in &report.hosts {
-        report.tcp.retransmits += h.tcp.retransmits;
-        report.tcp.timeouts += h.tcp.timeouts;
-        report.tcp.fast_recoveries += h.tcp.fast_recoveries;
-        report.tcp.loss_probes += h.tcp.loss_probes;
-        report.tcp.recovery_fails += h.tcp.recovery_fails;
-        report.tcp.lost_retransmits += h.tcp.lost_retransmits;
+        report.tcp += &h.tcp;
     }
     std::fs::write(&path, report.to_json()).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(TestbedRun { exit_code, report, build_s: testbed.build_s })

@@ -13,8 +13,101 @@ pub mod testbed;
 pub mod validate;
 
 use anyhow::Context;
+use clap::Args;
 use daqnet_core::Scenario;
-use std::path::Path;
+use daqnet_study::sweep::SweepEvent;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+/// The overrides every verb that reads a scenario takes.
+#[derive(Args, Debug, Clone)]
+pub struct Overrides {
+    /// Override a field: dotted.path=value (repeatable), e.g. system.credits_per_node=240.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub set: Vec<String>,
+    /// Measured events (overrides run.events).
+    #[arg(long)]
+    pub events: Option<u64>,
+    /// Seed (overrides run.seed).
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+impl Overrides {
+    /// The `--set` overrides with `--events` and `--seed` added.
+    pub fn sets(&self) -> Vec<String> {
+        let mut sets = self.set.clone();
+        sets.extend(self.events.map(|e| format!("run.events={e}")));
+        sets.extend(self.seed.map(|s| format!("run.seed={s}")));
+        sets
+    }
+}
+
+/// The scenario and its overrides.
+#[derive(Args, Debug, Clone)]
+pub struct ScenarioFlags {
+    /// Scenario file (TOML). `daqnet scenario --print-default` shows every field.
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub overrides: Overrides,
+}
+
+impl ScenarioFlags {
+    /// The `--set` overrides with `--events` and `--seed` added.
+    pub fn sets(&self) -> Vec<String> {
+        self.overrides.sets()
+    }
+
+    /// The scenario, overrides applied and checked.
+    pub fn load(&self) -> anyhow::Result<Scenario> {
+        load_scenario(&self.file, &self.sets())
+    }
+
+    /// The scenario for a real run (also checks `[deploy]`).
+    pub fn load_run(&self) -> anyhow::Result<Scenario> {
+        load_run_scenario(&self.file, &self.sets())
+    }
+
+    /// The scenario's name in reports: its file.
+    pub fn origin(&self) -> String {
+        self.file.display().to_string()
+    }
+}
+
+/// A progress bar for a sweep (hidden when `quiet` or stderr is not a terminal), and the
+/// observer that drives it. A sweep that resumes from an earlier run says so even when quiet:
+/// results of another build must not pass for new ones unannounced.
+pub fn sweep_progress(quiet: bool) -> (ProgressBar, impl Fn(SweepEvent) + Sync) {
+    let bar = if quiet || !std::io::stderr().is_terminal() { ProgressBar::hidden() } else { ProgressBar::new(0) };
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} sweep [{bar:40}] {pos}/{len} points  {elapsed} elapsed, eta {eta}  {msg}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    let b = bar.clone();
+    let observe = move |e: SweepEvent| match e {
+        SweepEvent::Resuming { done, of, folder } => {
+            let note = format!(
+                "resuming: {done} of {of} points already done in {} (remove it to measure them again)",
+                folder.display()
+            );
+            if b.is_hidden() {
+                eprintln!("{note}");
+            } else {
+                b.println(note);
+            }
+        }
+        SweepEvent::Starting { points } => b.set_length(points as u64),
+        SweepEvent::Finished { index } => {
+            b.set_message(format!("last: p{index:04}"));
+            b.inc(1);
+        }
+    };
+    (bar, observe)
+}
 
 /// Loads a scenario with `--set` overrides, turning its errors into one readable message.
 pub fn load_scenario(path: &Path, sets: &[String]) -> anyhow::Result<Scenario> {
@@ -23,14 +116,15 @@ pub fn load_scenario(path: &Path, sets: &[String]) -> anyhow::Result<Scenario> {
 
 /// Loads a scenario for a real run: [`load_scenario`] plus the checks only a real run needs.
 pub fn load_run_scenario(path: &Path, sets: &[String]) -> anyhow::Result<Scenario> {
-    let sc = load_scenario(path, sets)?;
-    let problems = sc.run_problems();
-    if !problems.is_empty() {
-        let lines: Vec<String> =
-            problems.iter().map(|(field, m)| format!("{}: field `{field}`: {m}", path.display())).collect();
-        anyhow::bail!("{}", lines.join("\n"));
-    }
-    Ok(sc)
+    daqnet_evb::load_run_scenario(path, sets)
+}
+
+/// Prints `text` on stdout; a closed stdout (the reader went away) is not an error worth dying
+/// of, so it is ignored.
+pub fn print_lines(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout();
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
 }
 
 /// Writes `text` to `dir/name`, creating `dir`.

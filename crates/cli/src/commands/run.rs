@@ -1,7 +1,10 @@
 //! `daqnet run`: the real event builder, every role a process on this machine.
 
 use clap::Args;
-use daqnet_evb::launcher::{launch, LaunchOptions};
+use daqnet_core::{EventId, ReadoutId};
+use daqnet_evb::launcher::{check_duration, launch, LaunchOptions};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -11,28 +14,21 @@ use std::process::ExitCode;
 /// loopback (free ports), builds the events, verifies every fragment (event, source, size and
 /// every payload byte), and writes the same report.json as `daqnet sim` with substrate = "run".
 /// Reads [system], [run] and [deploy]; [network] describes a simulated network and is not used.
+/// Every outcome leaves a report.json: a role that dies or hangs is named in its faults, with
+/// the events not built; Ctrl-C stops the run and the report says `"interrupted": true`.
 /// Exit status: 0 when every event was built and verified, 1 when the run failed (a role died or
-/// hung, a fragment failed verification), 2 on a usage or scenario error.
+/// hung, a fragment failed verification, interrupted), 2 on a usage or scenario error.
 #[derive(Args)]
 #[command(after_help = "Examples:\n  daqnet run scenarios/incast-micro.toml --events 200\n  \
-daqnet run scenarios/run/atlas-mini.toml --set system.supervisor.policy=node_round_robin --metrics 127.0.0.1:9464\n  \
-daqnet run scenarios/run/atlas-mini.toml --duration-s 30 --out out/run30\n\
+daqnet run scenarios/run/atlas-small.toml --set system.supervisor.policy=node_round_robin --metrics 127.0.0.1:9464\n  \
+daqnet run scenarios/run/atlas-small.toml --duration-s 30 --out out/run30\n\
 To run on several hosts, start each role with `daqnet role` (see docs/run.md).")]
 pub struct RunArgs {
-    /// Scenario file (TOML).
-    pub file: PathBuf,
-    /// Override a field: dotted.path=value (repeatable).
-    #[arg(long = "set", value_name = "PATH=VALUE")]
-    pub set: Vec<String>,
-    /// Measured events (overrides run.events).
-    #[arg(long)]
-    pub events: Option<u64>,
+    #[command(flatten)]
+    pub scenario: super::ScenarioFlags,
     /// Run for this many wall seconds instead of a number of events.
     #[arg(long, value_name = "SECONDS")]
     pub duration_s: Option<f64>,
-    /// Seed (overrides run.seed).
-    #[arg(long)]
-    pub seed: Option<u64>,
     /// Output folder for report.json, events.csv, roles.json (role → pid) and the resolved scenario.
     #[arg(long, default_value = "out/run")]
     pub out: PathBuf,
@@ -44,52 +40,68 @@ pub struct RunArgs {
     pub metrics: Option<String>,
     /// Testing aid: readout unit R corrupts one payload byte of event E (repeatable).
     #[arg(long, value_name = "R:E", value_parser = parse_corrupt)]
-    pub corrupt: Vec<(u32, u64)>,
+    pub corrupt: Vec<(ReadoutId, EventId)>,
     /// No progress display.
     #[arg(long, short)]
     pub quiet: bool,
 }
 
-fn parse_corrupt(s: &str) -> Result<(u32, u64), String> {
+fn parse_corrupt(s: &str) -> Result<(ReadoutId, EventId), String> {
     let (r, e) = s.split_once(':').ok_or_else(|| format!("`{s}`: expected READOUT:EVENT, e.g. 2:10"))?;
     Ok((
-        r.trim().parse().map_err(|_| format!("`{r}` is not a readout unit number"))?,
-        e.trim().parse().map_err(|_| format!("`{e}` is not an event number"))?,
+        ReadoutId(r.trim().parse().map_err(|_| format!("`{r}` is not a readout unit number"))?),
+        EventId(e.trim().parse().map_err(|_| format!("`{e}` is not an event number"))?),
     ))
 }
 
 /// Runs the verb.
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
-    let mut sets = a.set.clone();
-    if let Some(e) = a.events {
-        sets.push(format!("run.events={e}"));
-    }
-    if let Some(s) = a.seed {
-        sets.push(format!("run.seed={s}"));
-    }
-    let scenario = super::load_run_scenario(&a.file, &sets)?;
+    let scenario = a.scenario.load_run()?;
     if let Some(d) = a.duration_s {
-        anyhow::ensure!(d.is_finite() && d > 0.0, "--duration-s {d}: must be a positive number of seconds");
+        check_duration("--duration-s", d)?;
     }
     for &(r, _) in &a.corrupt {
         anyhow::ensure!(
-            r < scenario.system.readout_units,
+            scenario.layout().has_readout(r),
             "--corrupt {r}:…: the scenario has readout units 0..{}",
             scenario.system.readout_units
         );
     }
-    let opts = LaunchOptions {
+    let bar = progress_bar(!a.quiet && std::io::stderr().is_terminal());
+    let mut opts = LaunchOptions {
         exe: std::env::current_exe()?,
-        origin: a.file.display().to_string(),
+        origin: a.scenario.origin(),
         out: a.out,
         per_event: a.per_event,
         metrics: a.metrics,
         duration_s: a.duration_s,
         corrupt: a.corrupt,
-        quiet: a.quiet,
-        no_summary: false,
         place: None,
+        progress: Some(Box::new({
+            let bar = bar.clone();
+            move |done, total| {
+                if let Some(t) = total {
+                    bar.set_length(t);
+                }
+                bar.set_position(done);
+            }
+        })),
     };
-    let code = launch(&scenario, &opts)?;
-    Ok(ExitCode::from(code.clamp(0, 255) as u8))
+    let run = launch(&scenario, &mut opts)?;
+    bar.finish_and_clear();
+    if !a.quiet {
+        super::print_lines(&format!("{}  {:<26} {}\n", run.report.summary_table(), "report", run.path.display()));
+    }
+    Ok(ExitCode::from(run.code as u8))
+}
+
+/// Events finished out of all (or a count, for a timed run), on stderr.
+pub fn progress_bar(show: bool) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(0)
+        .with_style(ProgressStyle::with_template("{bar:30} {pos}/{len} events  {elapsed}").expect("valid template"));
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    bar
 }

@@ -18,17 +18,8 @@ use std::process::ExitCode;
     after_help = "Examples:\n  daqnet sim scenarios/incast-micro.toml\n  daqnet sim scenarios/atlas-2015/switch1.toml --set system.credits_per_node=240 --events 2000\n  daqnet sim scenarios/incast-micro.toml --set network.tcp.min_rto_ns=5000000 --per-event --out out/rto5"
 )]
 pub struct SimArgs {
-    /// Scenario file (TOML). `daqnet scenario --print-default` shows every field.
-    pub file: PathBuf,
-    /// Override a field: dotted.path=value (repeatable), e.g. system.credits_per_node=240.
-    #[arg(long = "set", value_name = "PATH=VALUE")]
-    pub set: Vec<String>,
-    /// Measured events (overrides run.events).
-    #[arg(long)]
-    pub events: Option<u64>,
-    /// Seed (overrides run.seed).
-    #[arg(long)]
-    pub seed: Option<u64>,
+    #[command(flatten)]
+    pub scenario: super::ScenarioFlags,
     /// Output folder for report.json and events.csv.
     #[arg(long, default_value = "out/sim")]
     pub out: PathBuf,
@@ -42,14 +33,7 @@ pub struct SimArgs {
 
 /// Runs the verb.
 pub fn run(a: SimArgs) -> anyhow::Result<ExitCode> {
-    let mut sets = a.set.clone();
-    if let Some(e) = a.events {
-        sets.push(format!("run.events={e}"));
-    }
-    if let Some(s) = a.seed {
-        sets.push(format!("run.seed={s}"));
-    }
-    let scenario = super::load_scenario(&a.file, &sets)?;
+    let scenario = a.scenario.load()?;
     let total = scenario.run.warmup_events + scenario.run.events;
     let bar = if a.quiet || !std::io::stderr().is_terminal() { ProgressBar::hidden() } else { ProgressBar::new(total) };
     bar.set_style(
@@ -60,7 +44,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<ExitCode> {
     let mut progress = |built: u64, _total: u64| bar.set_position(built);
     let out = simulate(
         &scenario,
-        &a.file.display().to_string(),
+        &a.scenario.origin(),
         SimOptions { progress: Some(&mut progress), record_events: a.per_event, ..Default::default() },
     );
     bar.finish_and_clear();

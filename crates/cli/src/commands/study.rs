@@ -62,9 +62,11 @@ pub fn run(a: StudyArgs) -> anyhow::Result<ExitCode> {
     if !a.quiet {
         println!("{}: {} ({} points{})", name, s.title, plan.len(), if a.quick { ", quick" } else { "" });
     }
-    let opts = ExecOptions { jobs: a.jobs.unwrap_or_else(super::cores), shard: Shard::ALL, quiet: a.quiet };
+    let (bar, observe) = super::sweep_progress(a.quiet);
+    let opts = ExecOptions { jobs: a.jobs.unwrap_or_else(super::cores), shard: Shard::ALL, observer: Some(&observe) };
     let t0 = std::time::Instant::now();
     let done = sweep::execute(&plan, &out, opts, &super::sim_point(plan.per_event))?;
+    bar.finish_and_clear();
     let code = super::sweep::finish(&done, &out, a.quiet)?;
     let table = Table::read(&done.table)?;
     for (file, spec) in &s.plot {

@@ -30,18 +30,14 @@ daqnet sweep merge out/s0 out/s1 ... out/s7 --out out/all"
 pub struct SweepArgs {
     #[command(subcommand)]
     command: Option<SweepCommand>,
-    /// Scenario file (TOML).
+    /// Scenario file (TOML). `daqnet scenario --print-default` shows every field.
     #[arg(required = true)]
     file: Option<PathBuf>,
+    #[command(flatten)]
+    overrides: super::Overrides,
     /// A swept field: dotted.path=LIST (repeatable; the sweep is the Cartesian product).
     #[arg(long = "vary", value_name = "PATH=LIST", required = true)]
     vary: Vec<String>,
-    /// Override a field for every point: dotted.path=value (repeatable).
-    #[arg(long = "set", value_name = "PATH=VALUE")]
-    set: Vec<String>,
-    /// Measured events per point (overrides run.events).
-    #[arg(long)]
-    events: Option<u64>,
     /// Runs per point; repeat k uses seed run.seed + k.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
@@ -79,7 +75,7 @@ enum SweepCommand {
 pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
     if let Some(SweepCommand::Merge { dirs, out }) = a.command {
         let plan = sweep::merge(&dirs, &out)?;
-        let (table, rows) = daqnet_study::table::write(&out, &plan)?;
+        let (table, rows) = daqnet_study::table::write(&out, &plan.axis_paths(), plan.len())?;
         println!("merged {} folders: {rows} of {} points in {}", dirs.len(), plan.len(), table.display());
         if rows < plan.len() {
             eprintln!("warning: {} points are missing (shards not run yet, or failed)", plan.len() - rows);
@@ -92,15 +88,14 @@ pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|v| Axis::parse(v).map_err(|e| anyhow::anyhow!("--vary {e}")))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut sets = a.set.clone();
-    if let Some(e) = a.events {
-        sets.push(format!("run.events={e}"));
-    }
+    let sets = a.overrides.sets();
     let shard = a.shard.as_deref().map(Shard::parse).transpose().map_err(anyhow::Error::msg)?.unwrap_or(Shard::ALL);
     let plan = SweepPlan::single(&file, sets, axes, a.repeat, a.per_event);
     let out = a.out.unwrap_or_else(|| Path::new("out/sweep").join(file.file_stem().unwrap_or_default()));
-    let opts = ExecOptions { jobs: a.jobs.unwrap_or_else(super::cores), shard, quiet: a.quiet };
+    let (bar, observe) = super::sweep_progress(a.quiet);
+    let opts = ExecOptions { jobs: a.jobs.unwrap_or_else(super::cores), shard, observer: Some(&observe) };
     let done = sweep::execute(&plan, &out, opts, &super::sim_point(plan.per_event))?;
+    bar.finish_and_clear();
     finish(&done, &out, a.quiet)
 }
 

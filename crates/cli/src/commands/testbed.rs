@@ -71,17 +71,8 @@ struct DownArgs {
 
 #[derive(Args)]
 struct RunArgs {
-    /// Scenario file (TOML).
-    file: PathBuf,
-    /// Override a field: dotted.path=value (repeatable).
-    #[arg(long = "set", value_name = "PATH=VALUE")]
-    set: Vec<String>,
-    /// Measured events (overrides run.events).
-    #[arg(long)]
-    events: Option<u64>,
-    /// Seed (overrides run.seed).
-    #[arg(long)]
-    seed: Option<u64>,
+    #[command(flatten)]
+    scenario: super::ScenarioFlags,
     /// Output folder for report.json, events.csv, roles.json and the resolved scenario.
     #[arg(long, default_value = "out/testbed")]
     out: PathBuf,
@@ -165,19 +156,12 @@ pub fn run(a: TestbedArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         TestbedCommand::Run(r) => {
-            let mut sets = r.set.clone();
-            if let Some(e) = r.events {
-                sets.push(format!("run.events={e}"));
-            }
-            if let Some(s) = r.seed {
-                sets.push(format!("run.seed={s}"));
-            }
-            let sc = super::load_run_scenario(&r.file, &sets)?;
-            TestbedPlan::checked(&sc, "check", &r.file.display().to_string())?;
+            let sc = r.scenario.load_run()?;
+            TestbedPlan::checked(&sc, "check", &r.scenario.origin())?;
             lifecycle::check_prerequisites()?;
             let opts = TestbedRunOptions {
                 exe: std::env::current_exe()?,
-                origin: r.file.display().to_string(),
+                origin: r.scenario.origin(),
                 out: r.out.clone(),
                 per_event: r.per_event,
                 quiet: r.quiet,

@@ -28,17 +28,12 @@ daqnet validate scenarios/testbed/incast-32.toml --vary network.switch.buffer.po
 daqnet validate scenarios/testbed/atlas-mini.toml --vary system.credits_per_node=48,96,144,192,288,384\n  \
 daqnet validate scenarios/testbed/atlas-mini.toml --repeat 5 --vary system.credits_per_node=96,192,384")]
 pub struct ValidateArgs {
-    /// Scenario file (TOML); it must be one the testbed can build (star topology, dedicated buffers).
-    file: PathBuf,
+    /// The scenario; it must be one the testbed can build (star topology, dedicated buffers).
+    #[command(flatten)]
+    scenario: super::ScenarioFlags,
     /// A swept field: dotted.path=LIST (repeatable). The incast onset is read along the first.
     #[arg(long = "vary", value_name = "PATH=LIST", required = true)]
     vary: Vec<String>,
-    /// Override a field for every point: dotted.path=value (repeatable).
-    #[arg(long = "set", value_name = "PATH=VALUE")]
-    set: Vec<String>,
-    /// Measured events per point (overrides run.events).
-    #[arg(long)]
-    events: Option<u64>,
     /// Runs per point on each side, with seeds run.seed, run.seed + 1, …; the comparison then
     /// uses each side's means and shows the range of the share of slow events. Use it where
     /// single runs scatter (near an incast onset both real TCP and the model are sensitive to
@@ -108,13 +103,10 @@ pub fn run(a: ValidateArgs) -> anyhow::Result<ExitCode> {
         "--incast-share {}: a share between 0 and 1",
         a.incast_share
     );
-    let mut sets = a.set.clone();
-    if let Some(e) = a.events {
-        sets.push(format!("run.events={e}"));
-    }
+    let mut sets = a.scenario.sets();
     daqnet_testbed::lifecycle::check_prerequisites()?;
     // The simulator's TCP timers tick as the kernel under test does, unless told otherwise.
-    if !a.set.iter().any(|s| s.starts_with("network.tcp.timer_hz=")) {
+    if !a.scenario.overrides.set.iter().any(|s| s.starts_with("network.tcp.timer_hz=")) {
         let hz = daqnet_testbed::kernel_hz::measure()?;
         if !a.quiet {
             eprintln!("this kernel ticks at {hz} Hz: the simulator's TCP timers do too (network.tcp.timer_hz={hz})");
@@ -122,20 +114,26 @@ pub fn run(a: ValidateArgs) -> anyhow::Result<ExitCode> {
         sets.push(format!("network.tcp.timer_hz={hz}"));
     }
     let first_axis = axes[0].path.clone();
-    let plan = SweepPlan::single(&a.file, sets, axes, a.repeat, false);
+    let file = &a.scenario.file;
+    let plan = SweepPlan::single(file, sets, axes, a.repeat, false);
     // Every point must be one the testbed can build, before anything runs.
     for p in plan.points()? {
         daqnet_testbed::plan::TestbedPlan::checked(&p.scenario, "check", &p.origin)?;
     }
-    let out = a.out.unwrap_or_else(|| Path::new("out/validate").join(a.file.file_stem().unwrap_or_default()));
+    let out = a.out.clone().unwrap_or_else(|| Path::new("out/validate").join(file.file_stem().unwrap_or_default()));
     let (tb_dir, sim_dir) = (out.join("testbed"), out.join("sim"));
-    let one = ExecOptions { jobs: 1, shard: Shard::ALL, quiet: a.quiet };
+    let (bar, observe) = super::sweep_progress(a.quiet);
+    let one = ExecOptions { jobs: 1, shard: Shard::ALL, observer: Some(&observe) };
     if !a.quiet {
         eprintln!("testbed: {} runs, one at a time", plan.len());
     }
     let tb = sweep::execute(&plan, &tb_dir, one, &testbed_point(out.join("scratch")))?;
+    bar.finish_and_clear();
     let _ = std::fs::remove_dir_all(out.join("scratch"));
-    let sim = sweep::execute(&plan, &sim_dir, ExecOptions { jobs: super::cores(), ..one }, &super::sim_point(false))?;
+    let (bar, observe) = super::sweep_progress(a.quiet);
+    let all = ExecOptions { jobs: super::cores(), shard: Shard::ALL, observer: Some(&observe) };
+    let sim = sweep::execute(&plan, &sim_dir, all, &super::sim_point(false))?;
+    bar.finish_and_clear();
     for (side, done, dir) in [("testbed", &tb, &tb_dir), ("sim", &sim, &sim_dir)] {
         for (i, e) in &done.failures {
             eprintln!("error: {side} point {i} ({}) failed: {e}", sweep::point_dir(dir, *i).display());
@@ -157,7 +155,7 @@ pub fn run(a: ValidateArgs) -> anyhow::Result<ExitCode> {
         log_x: false,
         log_y: false,
         x_scale: 1.0,
-        title: Some(format!("{}: testbed vs simulator", a.file.display())),
+        title: Some(format!("{}: testbed vs simulator", file.display())),
         xlabel: None,
         ylabel: Some(ylabel.into()),
     };

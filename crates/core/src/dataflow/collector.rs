@@ -1,11 +1,10 @@
 //! The collector (data-collection manager): one per node; gathers all fragments of an event on
 //! behalf of the node's processing units, enforcing the node's credit pool.
 
-use super::{CreditError, CreditPool, DataRequest, DataResponse};
+use super::{CreditPool, DataRequest, DataResponse, DataflowError};
 use crate::scenario::Credits;
 use crate::{EventId, NodeId, PuId, ReadoutId};
 use std::collections::VecDeque;
-use std::fmt;
 
 /// What a collector asks its driver to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,33 +28,6 @@ pub enum CollectorOutput {
         fragments: u64,
     },
 }
-
-/// A response the collector cannot account for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CollectorError {
-    /// A response for an event this collector is not collecting, or from a unit not asked.
-    Unexpected {
-        /// The event of the response.
-        event: EventId,
-        /// The readout unit that sent it.
-        readout: ReadoutId,
-    },
-    /// Credit bookkeeping failed.
-    Credits(CreditError),
-}
-
-impl fmt::Display for CollectorError {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        match self {
-            CollectorError::Unexpected { event, readout } => {
-                write!(f, "unexpected response for event {event} from readout unit {readout}")
-            }
-            CollectorError::Credits(e) => write!(f, "credit error: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for CollectorError {}
 
 #[derive(Debug, Clone)]
 struct Active {
@@ -106,13 +78,13 @@ impl Collector {
     }
 
     /// A response arrived: return its credits, account its fragments, send what can be sent.
-    pub fn on_response(&mut self, resp: &DataResponse) -> Result<(), CollectorError> {
+    pub fn on_response(&mut self, resp: &DataResponse) -> Result<(), DataflowError> {
         let idx = self
             .active
             .iter()
             .position(|a| a.event == resp.event && a.outstanding > 0)
-            .ok_or(CollectorError::Unexpected { event: resp.event, readout: resp.readout })?;
-        self.credits.give_back(resp.fragments).map_err(CollectorError::Credits)?;
+            .ok_or(DataflowError::UnexpectedResponse { event: resp.event, readout: resp.readout })?;
+        self.credits.give_back(resp.fragments)?;
         let a = &mut self.active[idx];
         a.outstanding -= 1;
         a.bytes += resp.bytes;
@@ -171,6 +143,10 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    fn response(event: u64, readout: u32, fragments: u32, bytes: u64) -> DataResponse {
+        DataResponse { event: EventId(event), readout: ReadoutId(readout), node: NodeId(0), fragments, bytes }
+    }
+
     fn requests(c: &mut Collector) -> Vec<(ReadoutId, DataRequest)> {
         let mut v = Vec::new();
         while let Some(o) = c.poll() {
@@ -183,24 +159,27 @@ mod tests {
 
     #[test]
     fn requests_wait_fifo_for_credits() {
-        let mut c = Collector::new(0, Credits::Limited(24), 12);
-        c.on_collect(5, 100, &[0, 1, 2]);
+        let mut c = Collector::new(NodeId(0), Credits::Limited(24), 12);
+        c.on_collect(PuId(5), EventId(100), &[ReadoutId(0), ReadoutId(1), ReadoutId(2)]);
         let first = requests(&mut c);
-        assert_eq!(first.iter().map(|r| r.0).collect::<Vec<_>>(), vec![0, 1]);
+        assert_eq!(first.iter().map(|r| r.0 .0).collect::<Vec<_>>(), vec![0, 1]);
         assert_eq!(c.credits().in_use(), 24);
         assert_eq!(c.queued_requests(), 1);
-        c.on_collect(6, 101, &[0]);
+        c.on_collect(PuId(6), EventId(101), &[ReadoutId(0)]);
         assert!(requests(&mut c).is_empty());
-        c.on_response(&DataResponse { event: 100, readout: 1, node: 0, fragments: 12, bytes: 13_200 }).unwrap();
+        c.on_response(&response(100, 1, 12, 13_200)).unwrap();
         // FIFO: event 100's unit 2 goes before event 101's unit 0.
-        assert_eq!(requests(&mut c).iter().map(|r| (r.0, r.1.event)).collect::<Vec<_>>(), vec![(2, 100)]);
+        assert_eq!(
+            requests(&mut c).iter().map(|r| (r.0, r.1.event)).collect::<Vec<_>>(),
+            vec![(ReadoutId(2), EventId(100))]
+        );
     }
 
     #[test]
     fn unexpected_response_is_an_error_not_a_panic() {
-        let mut c = Collector::new(0, Credits::Limited(24), 12);
-        let err = c.on_response(&DataResponse { event: 9, readout: 1, node: 0, fragments: 12, bytes: 1 }).unwrap_err();
-        assert_eq!(err, CollectorError::Unexpected { event: 9, readout: 1 });
+        let mut c = Collector::new(NodeId(0), Credits::Limited(24), 12);
+        let err = c.on_response(&response(9, 1, 12, 1)).unwrap_err();
+        assert_eq!(err, DataflowError::UnexpectedResponse { event: EventId(9), readout: ReadoutId(1) });
     }
 
     proptest! {
@@ -212,11 +191,11 @@ mod tests {
             events in proptest::collection::vec(1usize..20, 1..12),
             picks in proptest::collection::vec(any::<prop::sample::Index>(), 0..400),
         ) {
-            let mut c = Collector::new(0, Credits::Limited(credits), 12);
+            let mut c = Collector::new(NodeId(0), Credits::Limited(credits), 12);
             let mut outstanding: Vec<(ReadoutId, DataRequest)> = Vec::new();
             for (e, &units) in events.iter().enumerate() {
-                let readouts: Vec<ReadoutId> = (0..units as u32).collect();
-                c.on_collect(e as PuId, e as EventId, &readouts);
+                let readouts: Vec<ReadoutId> = (0..units as u32).map(ReadoutId).collect();
+                c.on_collect(PuId(e as u32), EventId(e as u64), &readouts);
             }
             let mut collected = Vec::new();
             let mut picks = picks.into_iter();
@@ -232,12 +211,12 @@ mod tests {
                 if outstanding.is_empty() { break; }
                 let i = picks.next().map(|p| p.index(outstanding.len())).unwrap_or(0);
                 let (readout, req) = outstanding.swap_remove(i);
-                c.on_response(&DataResponse { event: req.event, readout, node: 0, fragments: req.fragments, bytes: 1100 * 12 }).unwrap();
+                c.on_response(&DataResponse { event: req.event, readout, node: NodeId(0), fragments: req.fragments, bytes: 1100 * 12 }).unwrap();
             }
             prop_assert_eq!(c.credits().in_use(), 0);
             prop_assert_eq!(c.queued_requests(), 0);
             collected.sort_unstable();
-            let expect: Vec<(EventId, u64)> = events.iter().enumerate().map(|(e, &u)| (e as EventId, 12 * u as u64)).collect();
+            let expect: Vec<(EventId, u64)> = events.iter().enumerate().map(|(e, &u)| (EventId(e as u64), 12 * u as u64)).collect();
             prop_assert_eq!(collected, expect);
         }
     }

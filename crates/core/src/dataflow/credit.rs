@@ -1,7 +1,6 @@
-//! The traffic-shaping credit pool of one node (seed 003 §3.3).
+//! The traffic-shaping credit pool of one node ([ATLAS-DC] §3.3).
 
 use crate::scenario::Credits;
-use std::fmt;
 
 /// Credits of one node: each outstanding requested fragment holds one.
 #[derive(Debug, Clone)]
@@ -12,21 +11,14 @@ pub struct CreditPool {
 }
 
 /// Returning more credits than are in use: a bookkeeping bug or a duplicated response.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{returned} credits returned but only {in_use} in use")]
 pub struct CreditError {
     /// Credits being returned.
     pub returned: u32,
     /// Credits that were in use.
     pub in_use: u32,
 }
-
-impl fmt::Display for CreditError {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "{} credits returned but only {} in use", self.returned, self.in_use)
-    }
-}
-
-impl std::error::Error for CreditError {}
 
 impl CreditPool {
     /// A pool with the given number of credits.

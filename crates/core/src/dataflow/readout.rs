@@ -72,19 +72,21 @@ impl ReadoutUnit {
 mod tests {
     use super::*;
     use crate::scenario::FragmentSize;
+    use crate::{EventId, NodeId};
 
     #[test]
     fn responses_come_out_in_due_order_with_jitter() {
         let sizes = FragmentSizes::new(FragmentSize::Fixed { bytes: 100 }, 1, 2);
-        let mut ru = ReadoutUnit::new(3, sizes, 1000, 5000, 9);
-        let mut due: Vec<Nanos> =
-            (0..20).map(|e| ru.on_request(e, DataRequest { event: e, node: 0, fragments: 2 })).collect();
+        let mut ru = ReadoutUnit::new(ReadoutId(3), sizes, 1000, 5000, 9);
+        let mut due: Vec<Nanos> = (0..20)
+            .map(|e| ru.on_request(e, DataRequest { event: EventId(e), node: NodeId(0), fragments: 2 }))
+            .collect();
         assert!(due.iter().enumerate().all(|(e, &d)| d >= e as u64 + 1000 && d < e as u64 + 6000));
         due.sort_unstable();
         let mut got = Vec::new();
         while let Some(t) = ru.poll_timeout() {
             let r = ru.poll_response(t).expect("due");
-            assert_eq!((r.readout, r.bytes), (3, 200));
+            assert_eq!((r.readout, r.bytes), (ReadoutId(3), 200));
             got.push(t);
         }
         assert_eq!(got, due);

@@ -1,10 +1,11 @@
 //! The supervisor: makes events available at a rate (or on demand) and assigns each to a
-//! processing unit that asked for work, by one of the policies of seed 003 §7.1.
+//! processing unit that asked for work, by one of the policies of [ATLAS-DC] §7.1.
 
 use super::Assignment;
+use crate::ids::Layout;
 use crate::scenario::{Policy, Rate};
 use crate::workload::{rng_for, Stream};
-use crate::{EventId, Nanos, NodeId, PuId, NS_PER_S};
+use crate::{EventId, Nanos, PuId, NS_PER_S};
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::VecDeque;
@@ -26,7 +27,7 @@ enum Waiting {
 #[derive(Debug, Clone)]
 pub struct Supervisor {
     policy: Policy,
-    pus_per_node: u32,
+    layout: Layout,
     rate: Rate,
     waiting: Waiting,
     rng: Xoshiro256PlusPlus,
@@ -40,7 +41,7 @@ pub struct Supervisor {
 /// The order in which the processing units of a fresh system first ask for work: a seeded
 /// shuffle (units start up in no particular order). Every substrate uses it.
 pub fn startup_order(seed: u64, total_pus: u32) -> Vec<PuId> {
-    let mut order: Vec<PuId> = (0..total_pus).collect();
+    let mut order: Vec<PuId> = (0..total_pus).map(PuId).collect();
     let mut rng = rng_for(seed, Stream::Supervisor, &[u64::MAX]);
     for i in (1..order.len()).rev() {
         let j = rng.random_range(0..=i);
@@ -50,8 +51,9 @@ pub fn startup_order(seed: u64, total_pus: u32) -> Vec<PuId> {
 }
 
 impl Supervisor {
-    /// A supervisor for `nodes × pus_per_node` units that will assign `total_events` events.
-    pub fn new(policy: Policy, rate: Rate, nodes: u32, pus_per_node: u32, total_events: u64, seed: u64) -> Self {
+    /// A supervisor for the units of `layout` that will assign `total_events` events.
+    pub fn new(layout: &Layout, policy: Policy, rate: Rate, total_events: u64, seed: u64) -> Self {
+        let nodes = layout.nodes();
         let waiting = match policy {
             Policy::Fcfs => Waiting::Fifo(VecDeque::new()),
             Policy::Random => Waiting::Pool(Vec::new()),
@@ -59,19 +61,19 @@ impl Supervisor {
                 Waiting::PerNode { queues: vec![VecDeque::new(); nodes as usize], cursor: nodes as usize - 1, count: 0 }
             }
             Policy::PuRoundRobin => {
-                let n = (nodes * pus_per_node) as usize;
+                let n = layout.total_pus() as usize;
                 Waiting::PerPu { waiting: vec![false; n], cursor: n - 1, count: 0 }
             }
         };
         Supervisor {
             policy,
-            pus_per_node,
+            layout: *layout,
             rate,
             waiting,
             rng: rng_for(seed, Stream::Supervisor, &[]),
             total_events,
             triggered: 0,
-            next_event: 0,
+            next_event: EventId(0),
             start: None,
             done: 0,
         }
@@ -88,10 +90,6 @@ impl Supervisor {
         if self.rate == Rate::Unbounded {
             self.triggered = self.total_events;
         }
-    }
-
-    fn node_of(&self, pu: PuId) -> NodeId {
-        pu / self.pus_per_node
     }
 
     /// Time of the `k`-th trigger (k from 0).
@@ -119,7 +117,7 @@ impl Supervisor {
 
     /// Unit `pu` asks for work.
     pub fn on_ready(&mut self, pu: PuId) {
-        let node = self.node_of(pu) as usize;
+        let node = self.layout.node_of(pu).index();
         match &mut self.waiting {
             Waiting::Fifo(q) => q.push_back(pu),
             Waiting::Pool(v) => v.push(pu),
@@ -128,8 +126,8 @@ impl Supervisor {
                 *count += 1;
             }
             Waiting::PerPu { waiting, count, .. } => {
-                debug_assert!(!waiting[pu as usize]);
-                waiting[pu as usize] = true;
+                debug_assert!(!waiting[pu.index()]);
+                waiting[pu.index()] = true;
                 *count += 1;
             }
         }
@@ -147,7 +145,7 @@ impl Supervisor {
 
     /// Events assigned so far.
     pub fn events_assigned(&self) -> u64 {
-        self.next_event
+        self.next_event.0
     }
 
     /// Units waiting for work.
@@ -161,12 +159,12 @@ impl Supervisor {
 
     /// The next assignment, if an event is available and a unit is waiting.
     pub fn poll_assignment(&mut self) -> Option<Assignment> {
-        if self.next_event >= self.triggered || self.waiting_units() == 0 {
+        if self.next_event.0 >= self.triggered || self.waiting_units() == 0 {
             return None;
         }
         let pu = self.choose();
         let event = self.next_event;
-        self.next_event += 1;
+        self.next_event = event.next();
         Some(Assignment { event, pu })
     }
 
@@ -205,7 +203,7 @@ impl Supervisor {
                 waiting[pu] = false;
                 *cursor = pu;
                 *count -= 1;
-                pu as PuId
+                PuId(pu as u32)
             }
         }
     }
@@ -215,12 +213,12 @@ impl Supervisor {
 mod tests {
     use super::*;
 
-    fn assign_all(s: &mut Supervisor) -> Vec<PuId> {
-        std::iter::from_fn(|| s.poll_assignment()).map(|a| a.pu).collect()
+    fn assign_all(s: &mut Supervisor) -> Vec<u32> {
+        std::iter::from_fn(|| s.poll_assignment()).map(|a| a.pu.0).collect()
     }
 
     fn sup(policy: Policy) -> Supervisor {
-        let mut s = Supervisor::new(policy, Rate::Unbounded, 3, 2, 100, 1);
+        let mut s = Supervisor::new(&Layout::new(1, 3, 2), policy, Rate::Unbounded, 100, 1);
         s.start(0);
         s
     }
@@ -229,7 +227,7 @@ mod tests {
     fn fcfs_follows_arrival_order() {
         let mut s = sup(Policy::Fcfs);
         for pu in [4, 1, 5, 0] {
-            s.on_ready(pu);
+            s.on_ready(PuId(pu));
         }
         assert_eq!(assign_all(&mut s), vec![4, 1, 5, 0]);
     }
@@ -238,7 +236,7 @@ mod tests {
     fn node_round_robin_never_repeats_a_node_while_others_wait() {
         let mut s = sup(Policy::NodeRoundRobin);
         for pu in [0, 1, 2, 3, 4, 5] {
-            s.on_ready(pu);
+            s.on_ready(PuId(pu));
         }
         // Nodes 0,1,2,0,1,2 (units 0,2,4,1,3,5).
         assert_eq!(assign_all(&mut s), vec![0, 2, 4, 1, 3, 5]);
@@ -248,7 +246,7 @@ mod tests {
     fn node_load_balance_picks_the_node_with_most_waiting() {
         let mut s = sup(Policy::NodeLoadBalance);
         for pu in [2, 4, 0, 1] {
-            s.on_ready(pu);
+            s.on_ready(PuId(pu));
         }
         // Node 0 has two waiting units: it goes first. Then all three nodes tie at one each and
         // the tie goes to the lowest node number — node 0 again, unlike node_round_robin.
@@ -259,7 +257,7 @@ mod tests {
     fn pu_round_robin_walks_units_in_sequence() {
         let mut s = sup(Policy::PuRoundRobin);
         for pu in [5, 3, 0, 1] {
-            s.on_ready(pu);
+            s.on_ready(PuId(pu));
         }
         assert_eq!(assign_all(&mut s), vec![0, 1, 3, 5]);
     }
@@ -268,7 +266,7 @@ mod tests {
     fn random_picks_each_waiting_unit_once() {
         let mut s = sup(Policy::Random);
         for pu in 0..6 {
-            s.on_ready(pu);
+            s.on_ready(PuId(pu));
         }
         let mut got = assign_all(&mut s);
         assert_ne!(got, vec![0, 1, 2, 3, 4, 5], "a seeded shuffle of 6 is not the identity for this seed");
@@ -278,14 +276,14 @@ mod tests {
 
     #[test]
     fn rate_limits_assignments() {
-        let mut s = Supervisor::new(Policy::Fcfs, Rate::Hz(1000.0), 1, 4, 3, 1);
+        let mut s = Supervisor::new(&Layout::new(1, 1, 4), Policy::Fcfs, Rate::Hz(1000.0), 3, 1);
         for pu in 0..4 {
-            s.on_ready(pu);
+            s.on_ready(PuId(pu));
         }
         s.start(10);
         assert_eq!(s.poll_timeout(), Some(10));
         s.on_timeout(10);
-        assert_eq!(s.poll_assignment().map(|a| (a.event, a.pu)), Some((0, 0)));
+        assert_eq!(s.poll_assignment().map(|a| (a.event, a.pu)), Some((EventId(0), PuId(0))));
         assert_eq!(s.poll_assignment(), None);
         assert_eq!(s.poll_timeout(), Some(1_000_010));
         s.on_timeout(2_000_010);

@@ -94,4 +94,5 @@ peer_timeout_ms = 1000       # a peer silent this long is declared hung
 max_frame_bytes = 67108864   # larger frames close the connection
 readout_buffer_bytes = 16777216  # generated fragments a readout unit may hold (back-pressure)
 verify_payload = true        # check every payload byte (headers are always checked)
+run_id = 0                   # in every hello; a peer of another run is refused (daqnet run draws one)
 "#;

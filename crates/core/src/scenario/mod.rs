@@ -428,6 +428,10 @@ pub struct Deploy {
     /// Check every payload byte of every fragment against its expected pattern (headers —
     /// event, source, index, size — are always checked). Off only to measure what it costs.
     pub verify_payload: bool,
+    /// Identifies the run in every role's hello, so that a process of another run (or any other
+    /// local process) cannot take a role's place. `daqnet run` draws a random one; on several
+    /// hosts give every role the same value. 0: none.
+    pub run_id: u64,
 }
 
 /// Transport of a real run.
@@ -451,6 +455,7 @@ impl Default for Deploy {
             max_frame_bytes: 64 << 20,
             readout_buffer_bytes: 16 << 20,
             verify_payload: true,
+            run_id: 0,
         }
     }
 }
@@ -582,6 +587,12 @@ impl Scenario {
     /// Total processing units.
     pub fn total_pus(&self) -> u32 {
         self.system.nodes * self.system.pus_per_node
+    }
+
+    /// The system's readout units, nodes and processing units, and their numbering. The
+    /// scenario must be valid (at least one of each).
+    pub fn layout(&self) -> crate::ids::Layout {
+        crate::ids::Layout::new(self.system.readout_units, self.system.nodes, self.system.pus_per_node)
     }
 
     /// Payload bytes one readout unit holds per event when every fragment has its nominal size.

@@ -1,23 +1,38 @@
-//! The three roles of a real run, each driving the unchanged `core` state machines over real
-//! connections: [`readout`], [`collector`] and [`supervisor`].
+//! The three roles of a real run, each a state machine without IO driven by a thin async loop
+//! that only moves bytes and timers: [`readout`], [`collector`] and [`supervisor`]. The state
+//! machines drive the unchanged `core` dataflow ([`daqnet_core::dataflow`]).
+//!
+//! Every role's loop has the same shape: connection tasks (see [`crate::net::link`]) and timer
+//! tasks turn bytes and deadlines into events on one channel; the loop feeds each event to the
+//! role's state, then carries out what the state asks (messages to peers, timers to arm).
 
 pub mod collector;
 pub mod readout;
 pub mod supervisor;
 
-use crate::net::link::{connect_until, first_message, spawn_reader};
+use crate::net::link::{connect_until, first_message, spawn_reader, spawn_writer, Sender};
 use crate::net::transport::{from_deploy, BoxRead, Conn, Listener, Transport};
+use crate::role::RoleId;
 use crate::wire::{FrameDecoder, Message};
 use bytes::BytesMut;
 use daqnet_core::{Nanos, Scenario};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
+
+/// Connections that have not said hello yet, at most (more are closed at once): a local
+/// process cannot tie up a role's memory or descriptors by opening connections and waiting.
+pub const MAX_UNIDENTIFIED_CONNECTIONS: usize = 64;
+
+/// Largest first frame (a hello) read from a connection that has not identified itself.
+pub const MAX_HELLO_FRAME_BYTES: u64 = 4096;
 
 /// Sleeps until `until` to within tens of microseconds. Tokio's timers round up to whole
 /// milliseconds, which would turn a 50 µs service time or a 200 µs processing time into 1 ms;
@@ -41,18 +56,47 @@ fn wake_at<E: Send + 'static>(epoch: Instant, at_ns: Nanos, tx: &UnboundedSender
     });
 }
 
+/// Sends `ev()` on `tx` every `period` until the receiver is gone.
+fn every<E: Send + 'static>(period: Duration, tx: &UnboundedSender<E>, ev: fn() -> E) -> JoinHandle<()> {
+    let tx = tx.clone();
+    tokio::spawn(async move {
+        let mut t = tokio::time::interval(period);
+        loop {
+            t.tick().await;
+            if tx.send(ev()).is_err() {
+                return;
+            }
+        }
+    })
+}
+
+/// A connection that said hello.
+pub(crate) struct Joined {
+    /// Who it says it is.
+    pub role: RoleId,
+    /// The address it listens on (readout units).
+    pub listen: String,
+    /// The connection.
+    pub conn: Conn,
+    /// Bytes read beyond the hello.
+    pub rest: BytesMut,
+}
+
 /// What every role takes from `[deploy]`, and its clock.
-struct Setup {
+#[derive(Clone)]
+pub(crate) struct Setup {
     transport: Arc<dyn Transport>,
     decoder: FrameDecoder,
     heartbeat: Duration,
     peer_timeout: Duration,
     startup: Duration,
     epoch: Instant,
+    run_id: u64,
+    me: RoleId,
 }
 
 impl Setup {
-    fn new(sc: &Scenario) -> Self {
+    fn new(sc: &Scenario, me: RoleId) -> Self {
         let d = &sc.deploy;
         Setup {
             transport: from_deploy(d),
@@ -61,6 +105,8 @@ impl Setup {
             peer_timeout: ms(d.peer_timeout_ms),
             startup: ms(d.startup_timeout_ms),
             epoch: Instant::now(),
+            run_id: d.run_id,
+            me,
         }
     }
 
@@ -69,38 +115,62 @@ impl Setup {
         self.epoch.elapsed().as_nanos() as Nanos
     }
 
-    async fn connect_supervisor(&self, addr: &str, me: &str) -> anyhow::Result<Conn> {
-        connect_until(&*self.transport, addr, Instant::now() + self.startup, "the supervisor")
-            .await
-            .map_err(|e| anyhow::anyhow!("{me}: {e}"))
+    /// This role's hello.
+    fn hello(&self, listen: String) -> Message {
+        Message::Hello { role: self.me, run: self.run_id, listen }
     }
 
-    /// Accepts connections on `listener` until the process ends. Each must open with a hello
-    /// within the start-up limit; `joined` turns it into an event for the role's loop, or hands
-    /// the message back to refuse the connection (logged, as is a missing or malformed hello).
-    fn accept_hellos<E, F>(&self, mut listener: Box<dyn Listener>, me: &'static str, tx: UnboundedSender<E>, joined: F)
+    /// Connects to `addr` (retrying while it refuses, until the start-up deadline) and says
+    /// hello, giving the address this role listens on (empty if none). Returns the connection's
+    /// writer, its task and the reading half.
+    async fn dial(
+        &self,
+        addr: &str,
+        who: &str,
+        deadline: Instant,
+        listen: String,
+    ) -> anyhow::Result<(Sender, JoinHandle<()>, BoxRead)> {
+        let c = connect_until(&*self.transport, addr, deadline, who).await?;
+        let (w, task) = spawn_writer(c.write, self.heartbeat);
+        w.send(&self.hello(listen));
+        Ok((w, task, c.read))
+    }
+
+    /// Accepts connections on `listener` until the process ends. Each must open with a hello of
+    /// this run within the start-up limit; it then goes to the role's loop through `joined`.
+    /// Connections are refused (and logged) that say something else, belong to another run,
+    /// or exceed [`MAX_UNIDENTIFIED_CONNECTIONS`] waiting for their hello. A failed accept
+    /// (out of descriptors, say) is logged and retried with back-off.
+    fn accept_hellos<E, F>(&self, listener: Box<dyn Listener>, tx: UnboundedSender<E>, joined: F)
     where
         E: Send + 'static,
-        F: Fn(Message, Conn, BytesMut) -> Result<E, Message> + Send + Sync + 'static,
+        F: Fn(Joined) -> E + Send + Sync + 'static,
     {
-        let (decoder, limit, joined) = (self.decoder.clone(), self.startup, Arc::new(joined));
-        tokio::spawn(async move {
-            while let Ok(mut c) = listener.accept().await {
-                let (tx, decoder, joined) = (tx.clone(), decoder.clone(), joined.clone());
-                tokio::spawn(async move {
-                    let peer = c.peer.clone();
-                    match first_message(&mut c.read, &decoder, limit).await {
-                        Ok((m, rest)) => match joined(m, c, rest) {
-                            Ok(e) => {
-                                let _ = tx.send(e);
-                            }
-                            Err(m) => eprintln!("{me}: refused the connection from {peer}, which opened with {m:?}"),
-                        },
-                        Err(e) => eprintln!("{me}: connection from {peer}: {e}"),
+        let (me, run, limit) = (self.me, self.run_id, self.startup);
+        let decoder = FrameDecoder::for_hello(MAX_HELLO_FRAME_BYTES);
+        let slots = Arc::new(Semaphore::new(MAX_UNIDENTIFIED_CONNECTIONS));
+        let joined = Arc::new(joined);
+        tokio::spawn(accept_loop(listener, me, move |mut c: Conn| {
+            let Ok(permit) = slots.clone().try_acquire_owned() else {
+                eprintln!("{me}: refused the connection from {}: too many connections waiting for a hello", c.peer);
+                return;
+            };
+            let (tx, decoder, joined) = (tx.clone(), decoder.clone(), joined.clone());
+            tokio::spawn(async move {
+                let _permit = permit;
+                let peer = c.peer.clone();
+                match first_message(&mut c.read, &decoder, limit).await {
+                    Ok((Message::Hello { role, run: r, listen }, rest)) if r == run => {
+                        let _ = tx.send(joined(Joined { role, listen, conn: c, rest }));
                     }
-                });
-            }
-        });
+                    Ok((Message::Hello { role, run: r, .. }, _)) => {
+                        eprintln!("{me}: refused {role} from {peer}: it belongs to run {r}, this is run {run}")
+                    }
+                    Ok((m, _)) => eprintln!("{me}: refused the connection from {peer}, which opened with {m:?}"),
+                    Err(e) => eprintln!("{me}: connection from {peer}: {e}"),
+                }
+            });
+        }));
     }
 
     fn reader<E, F>(&self, r: BoxRead, pending: BytesMut, events: UnboundedSender<E>, map: F)
@@ -109,5 +179,24 @@ impl Setup {
         F: FnMut(Result<Message, String>) -> Option<E> + Send + 'static,
     {
         spawn_reader(r, self.decoder.clone(), self.peer_timeout, pending, events, map);
+    }
+}
+
+/// Accepts until the listener is closed for good; errors are logged and retried after a pause
+/// that doubles up to a second.
+async fn accept_loop(mut listener: Box<dyn Listener>, me: RoleId, mut on_conn: impl FnMut(Conn)) {
+    let mut pause = ms(10);
+    loop {
+        match listener.accept().await {
+            Ok(c) => {
+                pause = ms(10);
+                on_conn(c);
+            }
+            Err(e) => {
+                eprintln!("{me}: accept failed ({e}); retrying in {} ms", pause.as_millis());
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(ms(1000));
+            }
+        }
     }
 }

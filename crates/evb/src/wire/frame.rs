@@ -9,7 +9,7 @@ use std::fmt;
 /// The two bytes every frame starts with.
 pub const MAGIC: [u8; 2] = *b"DQ";
 /// Version of the wire format this build speaks.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 /// Bytes of a frame header.
 pub const HEADER_BYTES: usize = 8;
 
@@ -26,6 +26,8 @@ pub enum FrameError {
         bytes: u64,
         /// Largest accepted.
         max: u64,
+        /// Where the limit comes from.
+        limit: &'static str,
     },
 }
 
@@ -34,8 +36,8 @@ impl fmt::Display for FrameError {
         match self {
             FrameError::BadMagic(m) => write!(f, "bad frame magic {m:02x?} (expected \"DQ\")"),
             FrameError::Version(v) => write!(f, "wire format version {v} (this build speaks {VERSION})"),
-            FrameError::TooLarge { bytes, max } => {
-                write!(f, "frame of {bytes} bytes exceeds the maximum of {max} (deploy.max_frame_bytes)")
+            FrameError::TooLarge { bytes, max, limit } => {
+                write!(f, "frame of {bytes} bytes exceeds the maximum of {max} ({limit})")
             }
         }
     }
@@ -55,12 +57,20 @@ pub fn put_header(out: &mut BytesMut, kind: u8, body_bytes: usize) {
 #[derive(Debug, Clone)]
 pub struct FrameDecoder {
     max_body: u64,
+    limit: &'static str,
 }
 
 impl FrameDecoder {
-    /// A decoder accepting bodies of at most `max_body_bytes` (at most `u32::MAX`).
+    /// A decoder accepting bodies of at most `max_body_bytes` (`deploy.max_frame_bytes`, at
+    /// most `u32::MAX`).
     pub fn new(max_body_bytes: u64) -> Self {
-        FrameDecoder { max_body: max_body_bytes.min(u32::MAX as u64) }
+        FrameDecoder { max_body: max_body_bytes.min(u32::MAX as u64), limit: "deploy.max_frame_bytes" }
+    }
+
+    /// A decoder for the first frame of a connection that has not identified itself: a hello,
+    /// at most `max_body_bytes`.
+    pub fn for_hello(max_body_bytes: u64) -> Self {
+        FrameDecoder { max_body: max_body_bytes, limit: "the largest hello" }
     }
 
     /// Takes the next whole frame, `(kind, body)`, off the front of `buf`, if `buf` holds one.
@@ -83,7 +93,7 @@ impl FrameDecoder {
         let kind = buf[3];
         let len = u32::from_le_bytes([buf[4], buf[5], buf[6], buf[7]]) as u64;
         if len > self.max_body {
-            return Err(FrameError::TooLarge { bytes: len, max: self.max_body });
+            return Err(FrameError::TooLarge { bytes: len, max: self.max_body, limit: self.limit });
         }
         let total = HEADER_BYTES + len as usize;
         if buf.len() < total {
@@ -116,8 +126,9 @@ mod tests {
         let mut b = BytesMut::from(&[b'D', b'Q', 9, 1, 0, 0, 0, 0][..]);
         assert_eq!(d.decode(&mut b), Err(FrameError::Version(9)));
         let mut b = BytesMut::from(&frame(1, &[0; 101])[..]);
-        assert_eq!(d.decode(&mut b), Err(FrameError::TooLarge { bytes: 101, max: 100 }));
-        assert!(FrameError::TooLarge { bytes: 101, max: 100 }.to_string().contains("deploy.max_frame_bytes"));
+        let e = FrameError::TooLarge { bytes: 101, max: 100, limit: "deploy.max_frame_bytes" };
+        assert_eq!(d.decode(&mut b), Err(e.clone()));
+        assert!(e.to_string().contains("deploy.max_frame_bytes"));
     }
 
     proptest! {

@@ -1,42 +1,23 @@
 //! The messages roles exchange, and their fixed little-endian body layouts.
 
 use super::frame::put_header;
+use crate::role::{RoleId, RoleKind};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use daqnet_core::{EventId, NodeId, PuId, ReadoutId};
 use std::fmt;
 
-/// Which role a process plays.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Role {
-    /// The supervisor (assigns events, clears them, writes the report).
-    Supervisor,
-    /// A readout unit.
-    Readout,
-    /// The collector of one node, with the node's processing units.
-    Collector,
+/// Codes of the role kinds in a hello.
+fn role_code(r: RoleId) -> u8 {
+    match r.kind() {
+        RoleKind::Supervisor => 0,
+        RoleKind::Readout => 1,
+        RoleKind::Collector => 2,
+    }
 }
 
-impl Role {
-    fn code(self) -> u8 {
-        match self {
-            Role::Supervisor => 0,
-            Role::Readout => 1,
-            Role::Collector => 2,
-        }
-    }
-
-    fn from_code(c: u8) -> Option<Role> {
-        [Role::Supervisor, Role::Readout, Role::Collector].into_iter().find(|r| r.code() == c)
-    }
-
-    /// Its name on the command line and in messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            Role::Supervisor => "supervisor",
-            Role::Readout => "readout",
-            Role::Collector => "collector",
-        }
-    }
+fn role_from(code: u8, index: u32) -> Option<RoleId> {
+    let kind = [RoleKind::Supervisor, RoleKind::Readout, RoleKind::Collector].into_iter().nth(code as usize)?;
+    Some(RoleId::new(kind, index))
 }
 
 /// The head of a readout unit's response; the fragments follow it in the same frame, each as a
@@ -83,8 +64,8 @@ impl FragmentHeader {
     /// The encoded header.
     pub fn to_bytes(&self) -> [u8; FRAGMENT_HEADER_BYTES] {
         let mut b = [0u8; FRAGMENT_HEADER_BYTES];
-        b[..8].copy_from_slice(&self.event.to_le_bytes());
-        b[8..12].copy_from_slice(&self.source.to_le_bytes());
+        b[..8].copy_from_slice(&self.event.0.to_le_bytes());
+        b[8..12].copy_from_slice(&self.source.0.to_le_bytes());
         b[12..16].copy_from_slice(&self.index.to_le_bytes());
         b[16..20].copy_from_slice(&self.size.to_le_bytes());
         b
@@ -94,8 +75,8 @@ impl FragmentHeader {
     pub fn take(b: &mut Bytes) -> Result<FragmentHeader, WireError> {
         need(b, FRAGMENT_HEADER_BYTES, "fragment header")?;
         let h = FragmentHeader {
-            event: b.get_u64_le(),
-            source: b.get_u32_le(),
+            event: EventId(b.get_u64_le()),
+            source: ReadoutId(b.get_u32_le()),
             index: b.get_u32_le(),
             size: b.get_u32_le(),
         };
@@ -107,13 +88,14 @@ impl FragmentHeader {
 /// A message between roles.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Message {
-    /// First message on every connection: who is speaking, and (readout units) the address
-    /// collectors should connect to.
+    /// First message on every connection: who is speaking, in which run, and (readout units)
+    /// the address collectors should connect to.
     Hello {
         /// The sender's role.
-        role: Role,
-        /// Its index (readout unit or node number).
-        index: u32,
+        role: RoleId,
+        /// The run it belongs to (`deploy.run_id`, or the launcher's); a hello for another run
+        /// is refused.
+        run: u64,
         /// Listen address, empty when the role does not listen.
         listen: String,
     },
@@ -170,6 +152,9 @@ pub enum Message {
     Heartbeat,
     /// Any role → supervisor: something went wrong.
     Fault {
+        /// The role that failed: the sender itself, or a peer it lost (a collector reporting a
+        /// readout unit that went silent names the readout unit).
+        culprit: RoleId,
         /// Whether the run cannot go on.
         fatal: bool,
         /// The event it spoiled, if it concerns one.
@@ -266,9 +251,10 @@ impl Message {
     pub fn to_frame(&self) -> Bytes {
         let mut body = BytesMut::with_capacity(64);
         match self {
-            Message::Hello { role, index, listen } => {
-                body.put_u8(role.code());
-                body.put_u32_le(*index);
+            Message::Hello { role, run, listen } => {
+                body.put_u8(role_code(*role));
+                body.put_u32_le(role.index());
+                body.put_u64_le(*run);
                 put_str(&mut body, listen);
             }
             Message::Peers(addrs) => {
@@ -279,14 +265,14 @@ impl Message {
             }
             Message::Connected | Message::Heartbeat | Message::Stop => {}
             Message::Start { events } => body.put_u64_le(*events),
-            Message::Ready(pu) => body.put_u32_le(*pu),
+            Message::Ready(pu) => body.put_u32_le(pu.0),
             Message::Assign { event, pu } => {
-                body.put_u64_le(*event);
-                body.put_u32_le(*pu);
+                body.put_u64_le(event.0);
+                body.put_u32_le(pu.0);
             }
             Message::Request { event, node, fragments } => {
-                body.put_u64_le(*event);
-                body.put_u32_le(*node);
+                body.put_u64_le(event.0);
+                body.put_u32_le(node.0);
                 body.put_u32_le(*fragments);
             }
             Message::Response(head, fragments) => {
@@ -294,13 +280,13 @@ impl Message {
                 body.put_slice(fragments);
             }
             Message::Built { event, pu, latency_ns, bytes, corrupt_fragments } => {
-                body.put_u64_le(*event);
-                body.put_u32_le(*pu);
+                body.put_u64_le(event.0);
+                body.put_u32_le(pu.0);
                 body.put_u64_le(*latency_ns);
                 body.put_u64_le(*bytes);
                 body.put_u32_le(*corrupt_fragments);
             }
-            Message::Done(event) | Message::Clear(event) => body.put_u64_le(*event),
+            Message::Done(event) | Message::Clear(event) => body.put_u64_le(event.0),
             Message::Status(s) => {
                 body.put_u32_le(s.credits_in_use);
                 body.put_u32_le(s.queued_requests);
@@ -309,10 +295,12 @@ impl Message {
                 body.put_u64_le(s.fragments_verified);
                 body.put_u64_le(s.fragments_corrupt);
             }
-            Message::Fault { fatal, event, detail } => {
+            Message::Fault { culprit, fatal, event, detail } => {
+                body.put_u8(role_code(*culprit));
+                body.put_u32_le(culprit.index());
                 body.put_u8(*fatal as u8);
                 body.put_u8(event.is_some() as u8);
-                body.put_u64_le(event.unwrap_or(0));
+                body.put_u64_le(event.map_or(0, |e| e.0));
                 put_str(&mut body, &detail[..detail.len().min(4000)]);
             }
         }
@@ -334,11 +322,11 @@ impl Message {
         };
         let m = match kind {
             1 => {
-                need(b, 5, "hello")?;
+                need(b, 13, "hello")?;
                 let code = b.get_u8();
-                let role = Role::from_code(code).ok_or_else(|| WireError(format!("hello: unknown role {code}")))?;
-                let index = b.get_u32_le();
-                Message::Hello { role, index, listen: take_str(b, "hello listen address")? }
+                let role =
+                    role_from(code, b.get_u32_le()).ok_or_else(|| WireError(format!("hello: unknown role {code}")))?;
+                Message::Hello { role, run: b.get_u64_le(), listen: take_str(b, "hello listen address")? }
             }
             2 => {
                 need(b, 4, "peers")?;
@@ -363,22 +351,26 @@ impl Message {
             }
             5 => {
                 fixed(b, 4, "ready")?;
-                Message::Ready(b.get_u32_le())
+                Message::Ready(PuId(b.get_u32_le()))
             }
             6 => {
                 fixed(b, 12, "assign")?;
-                Message::Assign { event: b.get_u64_le(), pu: b.get_u32_le() }
+                Message::Assign { event: EventId(b.get_u64_le()), pu: PuId(b.get_u32_le()) }
             }
             7 => {
                 fixed(b, 16, "request")?;
-                Message::Request { event: b.get_u64_le(), node: b.get_u32_le(), fragments: b.get_u32_le() }
+                Message::Request {
+                    event: EventId(b.get_u64_le()),
+                    node: NodeId(b.get_u32_le()),
+                    fragments: b.get_u32_le(),
+                }
             }
             8 => {
                 need(b, RESPONSE_HEAD_BYTES, "response head")?;
                 let head = ResponseHead {
-                    event: b.get_u64_le(),
-                    readout: b.get_u32_le(),
-                    node: b.get_u32_le(),
+                    event: EventId(b.get_u64_le()),
+                    readout: ReadoutId(b.get_u32_le()),
+                    node: NodeId(b.get_u32_le()),
                     fragments: b.get_u32_le(),
                     bytes: {
                         b.advance(4);
@@ -390,8 +382,8 @@ impl Message {
             9 => {
                 fixed(b, 32, "built")?;
                 Message::Built {
-                    event: b.get_u64_le(),
-                    pu: b.get_u32_le(),
+                    event: EventId(b.get_u64_le()),
+                    pu: PuId(b.get_u32_le()),
                     latency_ns: b.get_u64_le(),
                     bytes: b.get_u64_le(),
                     corrupt_fragments: b.get_u32_le(),
@@ -399,7 +391,7 @@ impl Message {
             }
             10 | 11 => {
                 fixed(b, 8, "done/clear")?;
-                let e = b.get_u64_le();
+                let e = EventId(b.get_u64_le());
                 if kind == 10 {
                     Message::Done(e)
                 } else {
@@ -418,11 +410,19 @@ impl Message {
                 })
             }
             14 => {
-                need(b, 10, "fault")?;
+                need(b, 15, "fault")?;
+                let code = b.get_u8();
+                let culprit =
+                    role_from(code, b.get_u32_le()).ok_or_else(|| WireError(format!("fault: unknown role {code}")))?;
                 let fatal = bool_from(b.get_u8())?;
                 let has_event = bool_from(b.get_u8())?;
-                let event = b.get_u64_le();
-                Message::Fault { fatal, event: has_event.then_some(event), detail: take_str(b, "fault detail")? }
+                let event = EventId(b.get_u64_le());
+                Message::Fault {
+                    culprit,
+                    fatal,
+                    event: has_event.then_some(event),
+                    detail: take_str(b, "fault detail")?,
+                }
             }
             k => return Err(WireError(format!("unknown message kind {k}"))),
         };
@@ -435,9 +435,9 @@ impl Message {
 
 /// Appends a response head.
 pub fn put_response_head(out: &mut BytesMut, head: &ResponseHead) {
-    out.put_u64_le(head.event);
-    out.put_u32_le(head.readout);
-    out.put_u32_le(head.node);
+    out.put_u64_le(head.event.0);
+    out.put_u32_le(head.readout.0);
+    out.put_u32_le(head.node.0);
     out.put_u32_le(head.fragments);
     out.put_u32_le(0);
     out.put_u64_le(head.bytes);
@@ -451,20 +451,21 @@ mod tests {
 
     fn samples() -> Vec<Message> {
         vec![
-            Message::Hello { role: Role::Readout, index: 7, listen: "127.0.0.1:4000".into() },
+            Message::Hello { role: RoleId::Readout(ReadoutId(7)), run: 0xdead_beef, listen: "127.0.0.1:4000".into() },
+            Message::Hello { role: RoleId::Supervisor, run: 1, listen: String::new() },
             Message::Peers(vec!["10.0.0.1:1".into(), "[::1]:2".into()]),
             Message::Connected,
             Message::Start { events: 205 },
-            Message::Ready(3),
-            Message::Assign { event: 1 << 40, pu: 9 },
-            Message::Request { event: 5, node: 2, fragments: 12 },
+            Message::Ready(PuId(3)),
+            Message::Assign { event: EventId(1 << 40), pu: PuId(9) },
+            Message::Request { event: EventId(5), node: NodeId(2), fragments: 12 },
             Message::Response(
-                ResponseHead { event: 5, readout: 1, node: 2, fragments: 1, bytes: 3 },
+                ResponseHead { event: EventId(5), readout: ReadoutId(1), node: NodeId(2), fragments: 1, bytes: 3 },
                 Bytes::from_static(&[1, 2, 3]),
             ),
-            Message::Built { event: 5, pu: 9, latency_ns: 123, bytes: 456, corrupt_fragments: 1 },
-            Message::Done(5),
-            Message::Clear(5),
+            Message::Built { event: EventId(5), pu: PuId(9), latency_ns: 123, bytes: 456, corrupt_fragments: 1 },
+            Message::Done(EventId(5)),
+            Message::Clear(EventId(5)),
             Message::Status(CollectorStatus {
                 credits_in_use: 1,
                 queued_requests: 2,
@@ -474,8 +475,18 @@ mod tests {
                 fragments_corrupt: 6,
             }),
             Message::Heartbeat,
-            Message::Fault { fatal: true, event: None, detail: "readout 3 lost".into() },
-            Message::Fault { fatal: false, event: Some(7), detail: "bad payload".into() },
+            Message::Fault {
+                culprit: RoleId::Readout(ReadoutId(3)),
+                fatal: true,
+                event: None,
+                detail: "readout 3 lost".into(),
+            },
+            Message::Fault {
+                culprit: RoleId::Collector(NodeId(1)),
+                fatal: false,
+                event: Some(EventId(7)),
+                detail: "bad payload".into(),
+            },
             Message::Stop,
         ]
     }
@@ -496,7 +507,8 @@ mod tests {
         assert!(Message::decode(99, Bytes::new()).unwrap_err().0.contains("unknown message kind 99"));
         assert!(Message::decode(3, Bytes::from_static(&[0])).is_err());
         assert!(Message::decode(2, Bytes::from_static(&[255, 255, 255, 255])).unwrap_err().0.contains("announced"));
-        assert!(Message::decode(14, Bytes::from_static(&[2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])).is_err());
+        assert!(Message::decode(14, Bytes::from_static(&[1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])).is_err());
+        assert!(Message::decode(14, Bytes::from_static(&[9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])).is_err());
     }
 
     proptest! {

@@ -7,9 +7,10 @@ use super::port::{BufferPools, Port, PortBuffer};
 use super::wire::{serialization_ps, wire_bytes};
 use daqnet_core::scenario::{BufferConfig, Network, SwitchKind, Topology};
 
-/// A place a frame can arrive at.
+/// A vertex of the network graph, where a frame can arrive: a host or a switch. (Not a worker
+/// node: those are hosts.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NodeRef {
+pub enum Vertex {
     /// A host (readout unit or node).
     Host(u32),
     /// A switch or router.
@@ -24,7 +25,7 @@ pub struct Fabric {
     /// Every output port, of hosts and switches.
     pub ports: Vec<Port>,
     /// What each port's frames arrive at.
-    pub peer: Vec<NodeRef>,
+    pub peer: Vec<Vertex>,
     /// Shared buffer pools.
     pub pools: BufferPools,
     /// The transmit port of each host.
@@ -51,7 +52,7 @@ impl Builder {
         self.f.switch_names.len() as u32 - 1
     }
 
-    fn port(&mut self, name: String, rate: u64, delay: u64, buffer: PortBuffer, on_switch: bool, peer: NodeRef) -> u32 {
+    fn port(&mut self, name: String, rate: u64, delay: u64, buffer: PortBuffer, on_switch: bool, peer: Vertex) -> u32 {
         self.f.ports.push(Port::new(name, rate, delay, buffer, on_switch));
         self.f.peer.push(peer);
         self.f.ports.len() as u32 - 1
@@ -117,13 +118,13 @@ impl Fabric {
         let attach = |b: &mut Builder, s: u32, h: u32| -> u32 {
             let sw = b.f.switch_names[s as usize].clone();
             let hn = host_name(h, readout_units);
-            let nic = b.port(format!("{hn}->{sw}"), host_rate(h), d, PortBuffer::Unlimited, false, NodeRef::Switch(s));
+            let nic = b.port(format!("{hn}->{sw}"), host_rate(h), d, PortBuffer::Unlimited, false, Vertex::Switch(s));
             if net.host_burst_ns > 0 {
                 b.f.ports[nic as usize].shape(net.host_burst_ns);
             }
             b.f.host_nic[h as usize] = nic;
             let p =
-                b.port(format!("{sw}->{hn}"), host_rate(h), into_host, PortBuffer::Unlimited, true, NodeRef::Host(h));
+                b.port(format!("{sw}->{hn}"), host_rate(h), into_host, PortBuffer::Unlimited, true, Vertex::Host(h));
             b.f.fwd[s as usize][h as usize] = p;
             p
         };
@@ -161,7 +162,7 @@ impl Fabric {
                                 d,
                                 PortBuffer::Unlimited,
                                 true,
-                                NodeRef::Switch(cs),
+                                Vertex::Switch(cs),
                             );
                             b.f.uplinks[s as usize].push(up);
                             ports.push(up);
@@ -171,7 +172,7 @@ impl Fabric {
                                 d,
                                 PortBuffer::Unlimited,
                                 true,
-                                NodeRef::Switch(s),
+                                Vertex::Switch(s),
                             );
                             core_ports[c].push(down);
                             for &h in chunk {
@@ -203,7 +204,7 @@ impl Fabric {
     /// The ports a frame from host `src` to host `dst` via core `core` leaves through, in order.
     pub fn path(&self, src: u32, dst: u32, core: u32) -> Vec<u32> {
         let mut path = vec![self.host_nic[src as usize]];
-        while let NodeRef::Switch(s) = self.peer[*path.last().expect("non-empty") as usize] {
+        while let Vertex::Switch(s) = self.peer[*path.last().expect("non-empty") as usize] {
             path.push(self.route(s, dst, core));
             assert!(path.len() < 16, "routing loop from host {src} to {dst}");
         }

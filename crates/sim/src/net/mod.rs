@@ -5,5 +5,5 @@ pub mod fabric;
 pub mod port;
 pub mod wire;
 
-pub use fabric::{Fabric, NodeRef};
+pub use fabric::{Fabric, Vertex};
 pub use port::{Admission, BufferPools, Port, PortBuffer};

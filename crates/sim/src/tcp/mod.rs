@@ -1,6 +1,6 @@
 //! The TCP model, with Linux as the reference.
 //!
-//! * [`Sender`]: a segment scoreboard in the style of Linux (`packets_out`, `sacked_out`,
+//! * [`Sender`]: the sending half, over a [`scoreboard::Scoreboard`] in the style of Linux (`packets_out`, `sacked_out`,
 //!   `lost_out`, `retrans_out`), slow start from the initial window with per-packet counting,
 //!   congestion avoidance ([`cc`]: Reno, CUBIC or a static window), fast retransmit on the
 //!   duplicate-ACK threshold with NewReno partial-ACK recovery (RFC 6582) or, with SACK, RACK
@@ -20,6 +20,7 @@ pub mod cc;
 pub mod rack;
 mod receiver;
 pub mod rtt;
+pub mod scoreboard;
 mod sender;
 pub mod tick;
 
@@ -101,14 +102,12 @@ pub struct Endpoint {
     pub snd: Sender,
     /// Receiving half.
     pub rcv: Receiver,
-    /// Earliest time a timer event for this endpoint is already scheduled (`u64::MAX`: none).
-    pub wakeup: Nanos,
 }
 
 impl Endpoint {
     /// A fresh endpoint.
     pub fn new(p: &TcpParams) -> Self {
-        Endpoint { snd: Sender::new(p), rcv: Receiver::new(p), wakeup: Nanos::MAX }
+        Endpoint { snd: Sender::new(p), rcv: Receiver::new(p) }
     }
 
     /// The earliest pending deadline (sender timer or delayed-ACK timer).
@@ -119,3 +118,6 @@ impl Endpoint {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,9 +1,9 @@
 //! The sending half of a TCP endpoint.
 //!
-//! Segments sent and not yet cumulatively acknowledged sit in a retransmission queue, each with
-//! Linux's scoreboard flags (SACKed, lost, retransmitted). From them come the counters Linux
-//! uses — `packets_out`, `sacked_out`, `lost_out`, `retrans_out` — and the number of packets
-//! in flight, `packets_out − sacked_out − lost_out + retrans_out`, which the congestion window
+//! Segments sent and not yet cumulatively acknowledged sit in the retransmission queue of a
+//! [`Scoreboard`], each with Linux's marks (SACKed, lost, retransmitted). From them come the
+//! counters Linux uses — `packets_out`, `sacked_out`, `lost_out`, `retrans_out` — and the number
+//! of packets in flight, `packets_out − sacked_out − lost_out + retrans_out`, which the window
 //! limits. Without SACK, each duplicate ACK counts as one "SACKed" packet (Linux's Reno
 //! emulation), which yields limited transmit and NewReno recovery from the same code.
 //!
@@ -14,15 +14,11 @@
 use super::cc::Controller;
 use super::rack::Rack;
 use super::rtt::RttEstimator;
+use super::scoreboard::Scoreboard;
 use super::tick::TimerTick;
 use super::TcpParams;
+use daqnet_core::report::TcpCounters;
 use daqnet_core::Nanos;
-use std::collections::VecDeque;
-
-const SACKED: u8 = 1;
-const LOST: u8 = 2;
-const RETRANS: u8 = 4;
-const EVER_RETRANS: u8 = 8;
 
 /// Linux `TCP_TIMEOUT_MIN_US`, ns: slack on the probe and reorder timers, added before the
 /// timeout is rounded to ticks (Linux ≥ 6.6; older kernels added 2 ticks after rounding).
@@ -37,14 +33,6 @@ enum Timer {
     LossProbe,
     /// RACK reordering window of a segment not yet declared lost.
     Reorder,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Seg {
-    start: u64,
-    end: u64,
-    sent_at: Nanos,
-    flags: u8,
 }
 
 /// Congestion state (Linux `tcp_ca_state`).
@@ -84,11 +72,7 @@ pub struct Sender {
     write_seq: u64,
     snd_una: u64,
     snd_nxt: u64,
-    rtx: VecDeque<Seg>,
-    packets_out: u32,
-    sacked_out: u32,
-    lost_out: u32,
-    retrans_out: u32,
+    sb: Scoreboard,
     cwnd: u32,
     ssthresh: u32,
     cwnd_cnt: u32,
@@ -111,21 +95,9 @@ pub struct Sender {
     tlp_retrans: bool,
     /// The probe timer fired: the next `transmit` sends the probe.
     probe_due: bool,
-    /// Segments in the queue that were ever retransmitted.
-    ever_retrans_out: u32,
     lsndtime: Nanos,
-    /// Segments retransmitted.
-    pub retransmits: u64,
-    /// Retransmission timeouts.
-    pub timeouts: u64,
-    /// Fast recoveries entered.
-    pub fast_recoveries: u64,
-    /// Tail-loss probes sent.
-    pub loss_probes: u64,
-    /// Recoveries that ended in a timeout (Linux `TCPSackRecoveryFail`).
-    pub recovery_fails: u64,
-    /// Retransmissions marked lost again (Linux `TCPLostRetransmit`).
-    pub lost_retransmits: u64,
+    /// What happened on this connection, counted as Linux counts it.
+    stats: TcpCounters,
 }
 
 impl Sender {
@@ -144,11 +116,7 @@ impl Sender {
             write_seq: 0,
             snd_una: 0,
             snd_nxt: 0,
-            rtx: VecDeque::new(),
-            packets_out: 0,
-            sacked_out: 0,
-            lost_out: 0,
-            retrans_out: 0,
+            sb: Scoreboard::new(p.sack),
             cwnd,
             ssthresh,
             cwnd_cnt: 0,
@@ -168,14 +136,8 @@ impl Sender {
             tlp_high_seq: None,
             tlp_retrans: false,
             probe_due: false,
-            ever_retrans_out: 0,
             lsndtime: 0,
-            retransmits: 0,
-            timeouts: 0,
-            fast_recoveries: 0,
-            loss_probes: 0,
-            recovery_fails: 0,
-            lost_retransmits: 0,
+            stats: TcpCounters::default(),
         }
     }
 
@@ -226,15 +188,25 @@ impl Sender {
         self.write_seq
     }
 
-    /// Packets in flight as Linux counts them.
+    /// Packets in flight as Linux counts them (without limited transmit, duplicate ACKs below
+    /// the threshold do not open the window).
     pub fn in_flight(&self) -> u32 {
-        let sacked = if !self.limited_transmit && self.state == CaState::Disorder { 0 } else { self.sacked_out };
-        self.packets_out - sacked - self.lost_out + self.retrans_out
+        self.sb.in_flight(self.limited_transmit || self.state != CaState::Disorder)
+    }
+
+    /// The connection's counters (retransmissions, timeouts, recoveries, probes).
+    pub fn stats(&self) -> &TcpCounters {
+        &self.stats
+    }
+
+    /// The retransmission queue and its scoreboard.
+    pub fn scoreboard(&self) -> &Scoreboard {
+        &self.sb
     }
 
     /// The application writes `bytes` at `now`.
     pub fn write(&mut self, now: Nanos, bytes: u64) {
-        if self.packets_out == 0 && self.snd_nxt == self.write_seq && !self.cc.is_static() {
+        if self.sb.is_empty() && self.snd_nxt == self.write_seq && !self.cc.is_static() {
             let idle = now.saturating_sub(self.lsndtime);
             self.cc.on_idle_restart(now, self.lsndtime);
             let rto = self.rtt.rto();
@@ -258,7 +230,7 @@ impl Sender {
     /// most `mss_now` bytes. Appends to `out`.
     pub fn transmit(&mut self, now: Nanos, mss_now: u32, out: &mut Vec<Transmission>) {
         let before = out.len();
-        let prior_packets = self.packets_out;
+        let prior_packets = self.sb.packets_out();
         if std::mem::take(&mut self.probe_due) {
             self.send_loss_probe(now, mss_now, out);
         }
@@ -266,7 +238,7 @@ impl Sender {
         let mut sent_new = false;
         let mut head_resent = false;
         loop {
-            let has_lost = self.lost_out > self.retrans_out;
+            let has_lost = self.sb.has_lost_to_resend();
             let has_new = self.snd_nxt < self.write_seq;
             if !has_lost && !has_new {
                 break;
@@ -276,19 +248,9 @@ impl Sender {
                 break;
             }
             let tx = if has_lost {
-                let seg = self
-                    .rtx
-                    .iter_mut()
-                    .find(|s| s.flags & (LOST | RETRANS) == LOST)
-                    .expect("lost_out > retrans_out implies a lost segment not yet retransmitted");
-                if seg.flags & EVER_RETRANS == 0 {
-                    self.ever_retrans_out += 1;
-                }
-                seg.flags |= RETRANS | EVER_RETRANS;
-                seg.sent_at = now;
+                let seg = self.sb.retransmit_next_lost(now).expect("a lost segment waits");
                 head_resent |= seg.start == self.snd_una;
-                self.retrans_out += 1;
-                self.retransmits += 1;
+                self.stats.retransmits += 1;
                 Transmission { start: seg.start, end: seg.end, retransmit: true }
             } else {
                 sent_new = true;
@@ -314,7 +276,7 @@ impl Sender {
             }
             self.schedule_loss_probe(now, false);
         }
-        if self.timer.is_none() && self.packets_out > 0 {
+        if self.timer.is_none() && !self.sb.is_empty() {
             self.rearm_rto(now);
         }
     }
@@ -322,11 +284,10 @@ impl Sender {
     /// Puts the next segment of new data (at most `mss_now` bytes) in flight.
     fn send_new(&mut self, now: Nanos, mss_now: u32) -> Transmission {
         let len = (self.write_seq - self.snd_nxt).min(mss_now as u64);
-        let seg = Seg { start: self.snd_nxt, end: self.snd_nxt + len, sent_at: now, flags: 0 };
-        self.rtx.push_back(seg);
-        self.snd_nxt += len;
-        self.packets_out += 1;
-        Transmission { start: seg.start, end: seg.end, retransmit: false }
+        let (start, end) = (self.snd_nxt, self.snd_nxt + len);
+        self.sb.on_sent(start, end, now);
+        self.snd_nxt = end;
+        Transmission { start, end, retransmit: false }
     }
 
     fn timer_kind(&self) -> Option<Timer> {
@@ -337,7 +298,7 @@ impl Sender {
     /// reorder timer, it keeps counting from the head segment's last transmission.
     fn rearm_rto(&mut self, now: Nanos) {
         let rto = self.rtt.rto();
-        self.timer = match (self.rtx.front(), self.timer_kind()) {
+        self.timer = match (self.sb.head(), self.timer_kind()) {
             (None, _) => None,
             (Some(head), Some(Timer::LossProbe | Timer::Reorder)) => {
                 Some((self.tick.deadline(now, (head.sent_at + rto).saturating_sub(now).max(1)), Timer::Retransmit))
@@ -350,20 +311,20 @@ impl Sender {
     /// single segment out, else + 2 ms), but never later than the retransmission timer would
     /// fire. `advancing_rto`: the RTO is being restarted now (an ACK advanced `snd_una`).
     fn schedule_loss_probe(&mut self, now: Nanos, advancing_rto: bool) -> bool {
-        if !self.tlp_on || self.packets_out == 0 || self.state != CaState::Open {
+        if !self.tlp_on || self.sb.is_empty() || self.state != CaState::Open {
             return false;
         }
         let rto = self.rtt.rto();
         let mut timeout = match self.rtt.srtt() {
             // With a single segment out a delayed ACK may be all that is missing: wait the
             // minimum RTO more (Linux ≥ 6.6 `tcp_rto_min_us`; older kernels: always 200 ms).
-            Some(srtt) => 2 * srtt + if self.packets_out == 1 { self.rtt.min_rto() } else { TIMER_SLACK_NS },
+            Some(srtt) => 2 * srtt + if self.sb.packets_out() == 1 { self.rtt.min_rto() } else { TIMER_SLACK_NS },
             None => rto,
         };
         let rto_delta = if advancing_rto {
             rto as i64
         } else {
-            let head = self.rtx.front().expect("packets out");
+            let head = self.sb.head().expect("packets out");
             (head.sent_at + rto) as i64 - now as i64
         };
         if rto_delta > 0 {
@@ -377,7 +338,7 @@ impl Sender {
     /// window), else the last segment again; then the retransmission timer. At most one probe
     /// is outstanding.
     fn send_loss_probe(&mut self, now: Nanos, mss_now: u32, out: &mut Vec<Transmission>) {
-        if self.tlp_high_seq.is_some() || self.packets_out == 0 {
+        if self.tlp_high_seq.is_some() || self.sb.is_empty() {
             // No probe: the retransmission timer, counted (as from a probe timer) from the head
             // segment's last transmission.
             self.timer = Some((now, Timer::LossProbe));
@@ -389,18 +350,13 @@ impl Sender {
             out.push(tx);
             self.tlp_retrans = false;
         } else {
-            let seg = self.rtx.back_mut().expect("packets out");
-            if seg.flags & EVER_RETRANS == 0 {
-                self.ever_retrans_out += 1;
-            }
-            seg.flags |= EVER_RETRANS;
-            seg.sent_at = now;
-            self.retransmits += 1;
+            let seg = self.sb.probe_last(now).expect("packets out");
+            self.stats.retransmits += 1;
             self.tlp_retrans = true;
             out.push(Transmission { start: seg.start, end: seg.end, retransmit: true });
         }
         self.tlp_high_seq = Some(self.snd_nxt);
-        self.loss_probes += 1;
+        self.stats.loss_probes += 1;
         self.lsndtime = now;
         self.timer = Some((self.tick.deadline(now, self.rtt.rto()), Timer::Retransmit));
     }
@@ -410,10 +366,10 @@ impl Sender {
     fn cwnd_validate(&mut self, is_limited: bool) {
         if self.snd_una >= self.cwnd_usage_seq
             || is_limited
-            || (!self.is_cwnd_limited && self.packets_out > self.max_packets_out)
+            || (!self.is_cwnd_limited && self.sb.packets_out() > self.max_packets_out)
         {
             self.is_cwnd_limited = is_limited;
-            self.max_packets_out = self.packets_out;
+            self.max_packets_out = self.sb.packets_out();
             self.cwnd_usage_seq = self.snd_nxt;
         }
     }
@@ -430,62 +386,44 @@ impl Sender {
             return;
         }
         let prior_una = self.snd_una;
-        let lost_before = self.lost_out;
+        let lost_before = self.sb.lost_out();
         let dsack = self.sack
             && sacks.first().is_some_and(|&(s, e)| e <= ack || sacks[1..].iter().any(|&(s2, e2)| s2 <= s && e <= e2));
         let mut newly_sacked = 0;
         // Earliest send time of newly SACKed segments sent once (Linux `first_sackt`).
-        let mut first_sackt = None;
+        let mut first_sackt: Option<Nanos> = None;
+        let rack = &mut self.rack;
         if self.sack {
             for &(s, e) in sacks {
-                newly_sacked += self.mark_sacked(now, s, e, &mut first_sackt);
+                newly_sacked += self.sb.sack_block(s, e, |seg| {
+                    let ever_retrans = seg.marks().ever_retrans;
+                    if !ever_retrans {
+                        first_sackt = Some(first_sackt.map_or(seg.sent_at, |t| t.min(seg.sent_at)));
+                    }
+                    rack.on_delivered(now, seg.sent_at, seg.end, ever_retrans);
+                });
             }
         }
-        let mut acked = 0u32;
         let mut first_ackt = None;
         let mut last_sent = 0;
         let mut retrans_acked = false;
-        while let Some(seg) = self.rtx.front() {
-            if seg.end > ack {
-                break;
-            }
-            let seg = self.rtx.pop_front().expect("front exists");
-            self.packets_out -= 1;
-            let was_sacked = seg.flags & SACKED != 0 && self.sack;
-            if was_sacked {
-                self.sacked_out -= 1;
-            }
-            if seg.flags & LOST != 0 {
-                self.lost_out -= 1;
-            }
-            if seg.flags & RETRANS != 0 {
-                self.retrans_out -= 1;
-            }
-            let ever_retrans = seg.flags & EVER_RETRANS != 0;
-            if ever_retrans {
-                self.ever_retrans_out -= 1;
+        let acked = self.sb.ack(ack, |seg| {
+            let m = seg.marks();
+            if m.ever_retrans {
                 retrans_acked = true;
-            } else if first_ackt.is_none() && !was_sacked {
+            } else if first_ackt.is_none() && !m.sacked {
                 first_ackt = Some(seg.sent_at);
             }
-            if !was_sacked {
-                self.rack.on_delivered(now, seg.sent_at, seg.end, ever_retrans);
+            if !m.sacked {
+                rack.on_delivered(now, seg.sent_at, seg.end, m.ever_retrans);
             }
             last_sent = last_sent.max(seg.sent_at);
-            acked += 1;
-        }
+        });
         self.snd_una = ack;
         let una_advanced = ack > prior_una;
-        if !self.sack {
-            if una_advanced {
-                // Linux tcp_remove_reno_sacks: one of the acknowledged packets is the one the
-                // duplicate ACKs were about.
-                self.sacked_out = self.sacked_out.saturating_sub(acked.saturating_sub(1));
-            } else if !carries_data && self.packets_out > 0 && self.state != CaState::Loss {
-                self.sacked_out = (self.sacked_out + 1).min(self.packets_out - self.lost_out);
-                newly_sacked = 1;
-            }
-            self.sacked_out = self.sacked_out.min(self.packets_out - self.lost_out);
+        if !self.sack && !una_advanced && !carries_data && !self.sb.is_empty() && self.state != CaState::Loss {
+            self.sb.reno_dupack();
+            newly_sacked = 1;
         }
         // Linux tcp_ack_update_rtt: a sample from segments sent once (Karn's rule), else from
         // newly SACKed ones, else — timestamps are on — the echo of the segment that made the
@@ -535,7 +473,7 @@ impl Sender {
         if self.rack_on {
             self.rack.take_advanced() && self.rack_mark_lost(now)
         } else {
-            self.mark_lost_by_sack();
+            self.sb.mark_lost_by_sack(self.dupthresh);
             false
         }
     }
@@ -563,13 +501,13 @@ impl Sender {
                 if self.sack {
                     reorder_armed = self.detect_loss(now);
                 }
-                let dupthresh_rule = !self.rack_on && self.sacked_out >= self.dupthresh;
-                if self.lost_out > 0 || dupthresh_rule {
+                let dupthresh_rule = !self.rack_on && self.sb.sacked_out() >= self.dupthresh;
+                if self.sb.lost_out() > 0 || dupthresh_rule {
                     self.enter_recovery();
-                    let newly_lost = self.lost_out > lost_before;
+                    let newly_lost = self.sb.lost_out() > lost_before;
                     self.cwnd_reduction(delivered, una_advanced, newly_lost);
                 } else {
-                    self.state = if self.sacked_out > 0 { CaState::Disorder } else { CaState::Open };
+                    self.state = if self.sb.sacked_out() > 0 { CaState::Disorder } else { CaState::Open };
                     if acked > 0 {
                         self.grow(now, acked);
                     }
@@ -580,9 +518,9 @@ impl Sender {
                     reorder_armed = self.detect_loss(now);
                 } else if una_advanced {
                     // RFC 6582: a partial ACK means the next hole is lost too; retransmit it.
-                    self.mark_head_lost();
+                    self.sb.mark_head_lost();
                 }
-                let newly_lost = self.lost_out > lost_before;
+                let newly_lost = self.sb.lost_out() > lost_before;
                 self.cwnd_reduction(delivered, una_advanced, newly_lost);
             }
             CaState::Loss => {
@@ -598,7 +536,7 @@ impl Sender {
     }
 
     fn enter_recovery(&mut self) {
-        self.fast_recoveries += 1;
+        self.stats.fast_recoveries += 1;
         self.prior_cwnd = self.cwnd;
         self.prr_delivered = 0;
         self.prr_out = 0;
@@ -606,8 +544,8 @@ impl Sender {
         self.high_seq = self.snd_nxt;
         self.state = CaState::Recovery;
         self.tlp_high_seq = None;
-        if self.lost_out == 0 {
-            self.mark_head_lost();
+        if self.sb.lost_out() == 0 {
+            self.sb.mark_head_lost();
         }
     }
 
@@ -651,36 +589,6 @@ impl Sender {
         (self.cwnd, self.cwnd_cnt) = self.cc.avoid(now, self.cwnd, self.cwnd_cnt, acked);
     }
 
-    /// Marks the segments inside SACK block `[s, e)` SACKed; returns how many were new, and
-    /// lowers `first_sackt` to the earliest send time of those sent only once.
-    fn mark_sacked(&mut self, now: Nanos, s: u64, e: u64, first_sackt: &mut Option<Nanos>) -> u32 {
-        let mut i = self.rtx.partition_point(|seg| seg.start < s);
-        let mut n = 0;
-        while i < self.rtx.len() && self.rtx[i].end <= e {
-            let seg = &mut self.rtx[i];
-            if seg.flags & SACKED == 0 {
-                seg.flags |= SACKED;
-                self.sacked_out += 1;
-                n += 1;
-                let ever_retrans = seg.flags & EVER_RETRANS != 0;
-                if !ever_retrans {
-                    *first_sackt = Some(first_sackt.map_or(seg.sent_at, |t: Nanos| t.min(seg.sent_at)));
-                }
-                self.rack.on_delivered(now, seg.sent_at, seg.end, ever_retrans);
-                if seg.flags & LOST != 0 {
-                    seg.flags &= !LOST;
-                    self.lost_out -= 1;
-                }
-                if seg.flags & RETRANS != 0 {
-                    seg.flags &= !RETRANS;
-                    self.retrans_out -= 1;
-                }
-            }
-            i += 1;
-        }
-        n
-    }
-
     /// RACK (Linux `tcp_rack_detect_loss`): every segment still missing that was sent before
     /// the most recently sent delivered one is lost once its RTT plus the reordering window has
     /// passed — a retransmission too, which is then due again. For the others the reorder timer
@@ -688,15 +596,17 @@ impl Sender {
     fn rack_mark_lost(&mut self, now: Nanos) -> bool {
         let in_recovery = matches!(self.state, CaState::Recovery | CaState::Loss);
         let srtt = self.rtt.srtt().unwrap_or(0);
-        let reo_wnd = self.rack.reo_wnd(in_recovery, self.sacked_out, self.dupthresh, srtt);
+        let reo_wnd = self.rack.reo_wnd(in_recovery, self.sb.sacked_out(), self.dupthresh, srtt);
         let mut wait = 0i64;
-        for seg in self.rtx.iter_mut() {
-            if seg.flags & SACKED != 0 || seg.flags & (LOST | RETRANS) == LOST {
+        for i in 0..self.sb.len() {
+            let seg = *self.sb.seg(i);
+            let m = seg.marks();
+            if m.sacked || (m.lost && !m.retrans) {
                 continue;
             }
             if !self.rack.predates_delivered(seg.sent_at, seg.end) {
                 // Segments sent once are in sending order: none further on can predate it.
-                if seg.flags & EVER_RETRANS == 0 && self.ever_retrans_out == 0 {
+                if !m.ever_retrans && self.sb.ever_retrans_out() == 0 {
                     break;
                 }
                 continue;
@@ -704,44 +614,17 @@ impl Sender {
             let remaining = self.rack.remaining(now, seg.sent_at, reo_wnd);
             if remaining > 0 {
                 wait = wait.max(remaining);
-            } else if seg.flags & RETRANS != 0 {
-                seg.flags &= !RETRANS;
-                self.retrans_out -= 1;
-                self.lost_retransmits += 1;
+            } else if m.retrans {
+                self.sb.retransmission_lost(i);
+                self.stats.lost_retransmits += 1;
             } else {
-                seg.flags |= LOST;
-                self.lost_out += 1;
+                self.sb.mark_lost(i);
             }
         }
         if wait > 0 {
             self.timer = Some((self.tick.deadline(now, wait as Nanos + TIMER_SLACK_NS), Timer::Reorder));
         }
         wait > 0
-    }
-
-    /// RFC 6675 IsLost: a segment with at least `dupthresh` SACKed segments above it is lost.
-    fn mark_lost_by_sack(&mut self) {
-        let mut sacked_above = self.sacked_out;
-        for seg in self.rtx.iter_mut() {
-            if sacked_above < self.dupthresh {
-                break;
-            }
-            if seg.flags & SACKED != 0 {
-                sacked_above -= 1;
-            } else if seg.flags & LOST == 0 {
-                seg.flags |= LOST;
-                self.lost_out += 1;
-            }
-        }
-    }
-
-    fn mark_head_lost(&mut self) {
-        if let Some(seg) = self.rtx.front_mut() {
-            if seg.flags & (SACKED | LOST) == 0 {
-                seg.flags |= LOST;
-                self.lost_out += 1;
-            }
-        }
     }
 
     /// The timer fired at `now` (the caller then transmits: a retransmission timeout marks
@@ -752,7 +635,7 @@ impl Sender {
         if deadline > now {
             return;
         }
-        if self.packets_out == 0 {
+        if self.sb.is_empty() {
             self.timer = None;
             return;
         }
@@ -769,11 +652,11 @@ impl Sender {
 
     /// Linux `tcp_rack_reo_timeout`: the reordering window of some segment has passed.
     fn on_reorder_timeout(&mut self, now: Nanos) {
-        let lost_before = self.lost_out;
-        let retrans_before = self.retrans_out;
+        let lost_before = self.sb.lost_out();
+        let retrans_before = self.sb.retrans_out();
         self.timer = None;
         self.rack_mark_lost(now);
-        let newly_lost = self.lost_out > lost_before || self.retrans_out < retrans_before;
+        let newly_lost = self.sb.lost_out() > lost_before || self.sb.retrans_out() < retrans_before;
         if newly_lost && matches!(self.state, CaState::Open | CaState::Disorder) {
             self.enter_recovery();
             self.cwnd_reduction(1, false, false);
@@ -786,10 +669,10 @@ impl Sender {
 
     /// Linux `tcp_retransmit_timer` and `tcp_enter_loss`.
     fn on_rto(&mut self, now: Nanos) {
-        self.timeouts += 1;
+        self.stats.timeouts += 1;
         // Linux counts the first timeout of a series by the state it ends.
         if self.state == CaState::Recovery && !self.rtt.backed_off() {
-            self.recovery_fails += 1;
+            self.stats.recovery_fails += 1;
         }
         if matches!(self.state, CaState::Open | CaState::Disorder) {
             self.ssthresh = self.cc.ssthresh_on_loss(self.cwnd);
@@ -799,27 +682,11 @@ impl Sender {
         self.state = CaState::Loss;
         self.high_seq = self.snd_nxt;
         self.tlp_high_seq = None;
-        if !self.sack {
-            self.sacked_out = 0;
-        }
         // Linux tcp_timeout_mark_lost: the head and every segment not SACKed is lost, except
         // (with RACK) those sent too recently to tell.
-        self.lost_out = 0;
-        self.retrans_out = 0;
-        let rack_on = self.rack_on;
-        for (i, seg) in self.rtx.iter_mut().enumerate() {
-            let spared = rack_on && i > 0 && self.rack.recently_sent(now, seg.sent_at);
-            if !spared && seg.flags & (LOST | RETRANS | SACKED) == LOST | RETRANS {
-                self.lost_retransmits += 1;
-            }
-            seg.flags &= !RETRANS;
-            if seg.flags & SACKED == 0 && !spared {
-                seg.flags |= LOST;
-                self.lost_out += 1;
-            } else if spared {
-                seg.flags &= !LOST;
-            }
-        }
+        let (rack_on, rack) = (self.rack_on, &self.rack);
+        self.stats.lost_retransmits +=
+            self.sb.timeout_mark_lost(|i, seg| rack_on && i > 0 && rack.recently_sent(now, seg.sent_at));
         if !self.cc.is_static() {
             self.cwnd = self.in_flight() + 1;
         }
@@ -864,8 +731,8 @@ mod tests {
         // retransmission lost and it goes out again, long before any timeout.
         s.on_ack(200 * US, 0, &[(1000, 11_000)], false);
         assert_eq!(send(&mut s, 200 * US)[0], (0, true));
-        assert_eq!((s.retransmits, s.timeouts), (2, 0));
-        assert_eq!((s.lost_retransmits, s.recovery_fails), (1, 0), "Linux TCPLostRetransmit");
+        assert_eq!((s.stats().retransmits, s.stats().timeouts), (2, 0));
+        assert_eq!((s.stats().lost_retransmits, s.stats().recovery_fails), (1, 0), "Linux TCPLostRetransmit");
     }
 
     #[test]
@@ -905,9 +772,9 @@ mod tests {
         let rto = s.timer_deadline().expect("the retransmission timer is armed");
         s.on_timer(rto);
         assert_eq!(send(&mut s, rto)[0], (0, true));
-        assert_eq!(s.timeouts, 1);
+        assert_eq!(s.stats().timeouts, 1);
         // As Linux counts them: the recovery failed, and the timeout found its retransmission lost.
-        assert_eq!((s.recovery_fails, s.lost_retransmits), (1, 1));
+        assert_eq!((s.stats().recovery_fails, s.stats().lost_retransmits), (1, 1));
     }
 
     #[test]
@@ -921,13 +788,13 @@ mod tests {
         assert_eq!(t, first);
         s.on_timer(t);
         assert_eq!(send(&mut s, t), [(0, true)]);
-        assert_eq!(s.loss_probes, 1);
+        assert_eq!(s.stats().loss_probes, 1);
         // The probe is lost too: the retransmission timer fires and backs off.
         let t2 = s.timer_deadline().unwrap();
         assert_eq!(t2, t + first);
         s.on_timer(t2);
         assert_eq!(send(&mut s, t2), [(0, true)]);
-        assert_eq!(s.timeouts, 1);
+        assert_eq!(s.stats().timeouts, 1);
         assert_eq!(s.rto(), 2 * first, "backed off");
         s.on_ack(t2 + 100 * US, 1000, &[], false);
         assert_eq!(s.rto(), first, "the timestamp echo of the retransmission is a valid sample");

@@ -86,18 +86,12 @@ fn raw_tcp(streams: usize, seconds: f64) -> anyhow::Result<f64> {
 fn run_once(scenarios: &Path, file: &str, sets: &[String]) -> anyhow::Result<daqnet_core::report::RunReport> {
     let sc = super::super::load_run_scenario(&scenarios.join(file), sets)?;
     let out = std::env::temp_dir().join(format!("daqnet-bench-run-{}", std::process::id()));
-    let opts = LaunchOptions {
-        exe: std::env::current_exe()?,
-        origin: file.into(),
-        out: out.clone(),
-        quiet: true,
-        ..Default::default()
-    };
-    let code = launch(&sc, &opts)?;
-    let report = serde_json::from_str(&std::fs::read_to_string(out.join("report.json"))?)?;
+    let mut opts =
+        LaunchOptions { exe: std::env::current_exe()?, origin: file.into(), out: out.clone(), ..Default::default() };
+    let run = launch(&sc, &mut opts)?;
     let _ = std::fs::remove_dir_all(&out);
-    anyhow::ensure!(code == 0, "daqnet run {file} {sets:?} failed (exit {code})");
-    Ok(report)
+    anyhow::ensure!(run.code == 0, "daqnet run {file} {sets:?} failed (exit {})", run.code);
+    Ok(run.report)
 }
 
 fn sets(v: &[&str]) -> Vec<String> {

@@ -1,0 +1,283 @@
+//! The supervisor role: the rendezvous of a run (every role registers with it, [`registry`]),
+//! the run itself ([`state`]: the core supervisor, clearing, faults, metrics) and its
+//! bookkeeping ([`tally`]), and the run report. This module is the thin async loop around them.
+
+pub mod registry;
+pub mod state;
+pub mod tally;
+
+use super::{every, ms, wake_at, Joined, Setup};
+use crate::metrics::Metrics;
+use crate::net::link::{spawn_writer, Sender};
+use crate::role::{RoleId, SupervisorLine};
+use crate::wire::Message;
+use anyhow::Context;
+use daqnet_core::report::{EventRecord, RunReport};
+use daqnet_core::Scenario;
+use registry::Registry;
+use state::{Input, Output, Progress, RunState};
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+use tally::{Fault, RunTally};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::time::Instant;
+
+/// A progress callback, told where the run stands every 100 ms.
+pub type OnProgress = Box<dyn FnMut(&Progress) + Send>;
+
+/// Options of the supervisor process.
+#[derive(Default)]
+pub struct SupervisorOptions {
+    /// The scenario's name in the report (its file).
+    pub origin: String,
+    /// Listen address (default `deploy.supervisor`).
+    pub listen: Option<String>,
+    /// Started by `daqnet run`: tell the launcher on stdout where it listens and that it is
+    /// alive ([`SupervisorLine`]).
+    pub launched: bool,
+    /// Serve Prometheus metrics on this address.
+    pub metrics: Option<String>,
+    /// Run for this long instead of a number of events.
+    pub duration: Option<Duration>,
+    /// Keep per-event records.
+    pub per_event: bool,
+    /// Called every 100 ms with where the run stands (a progress display).
+    pub progress: Option<OnProgress>,
+}
+
+/// What a finished run produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The run report.
+    pub report: RunReport,
+    /// Per-event records (empty unless asked for).
+    pub events: Vec<EventRecord>,
+}
+
+impl Outcome {
+    /// Every event built and verified, no fault, not interrupted.
+    pub fn ok(&self) -> bool {
+        let nb = &self.report.events_not_built;
+        let r = &self.report;
+        r.faults.is_empty() && !r.interrupted && nb.lost == 0 && nb.abandoned == 0 && nb.timed_out == 0
+    }
+}
+
+enum Ev {
+    Joined(Joined),
+    Msg(RoleId, Message),
+    Lost(RoleId, String),
+    Tick,
+    Trigger,
+    Interrupt,
+}
+
+type Links = HashMap<RoleId, Sender>;
+
+fn send(links: &Links, o: Output) {
+    match o {
+        Output::To(role, m) => {
+            if let Some(l) = links.get(&role) {
+                l.send(&m);
+            }
+        }
+        Output::Readouts(m) => links.iter().filter(|(r, _)| matches!(r, RoleId::Readout(_))).for_each(|(_, l)| {
+            l.send(&m);
+        }),
+    }
+}
+
+fn say(line: SupervisorLine) {
+    let mut out = std::io::stdout();
+    // The launcher may be gone; a supervisor does not die of a closed stdout.
+    let _ = writeln!(out, "{}", line.to_line()).and_then(|_| out.flush());
+}
+
+/// Runs the supervisor: waits for every role, runs the events, stops everyone, and returns the
+/// report — also when start-up fails (a role missing after `deploy.startup_timeout_ms`), a role
+/// fails, or the process is interrupted (SIGINT, SIGTERM). Errors are only for what prevents a
+/// run at all (the listen address, the metrics address).
+pub async fn run(sc: &Scenario, mut opts: SupervisorOptions) -> anyhow::Result<Outcome> {
+    let setup = Setup::new(sc, RoleId::Supervisor);
+    let listen = opts.listen.clone().unwrap_or_else(|| sc.deploy.supervisor.clone());
+    let listener =
+        setup.transport.listen(&listen).await.with_context(|| format!("supervisor: cannot listen on {listen}"))?;
+    let metrics = Metrics::new();
+    if let Some(addr) = &opts.metrics {
+        let l = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot serve metrics on {addr}"))?;
+        tokio::spawn(crate::metrics::serve(l, metrics.clone()));
+    }
+    if opts.launched {
+        say(SupervisorLine::Listening { addr: listener.local_addr() });
+    }
+    let (tx, mut rx) = unbounded_channel::<Ev>();
+    setup.accept_hellos(listener, tx.clone(), Ev::Joined);
+    every(ms(100), &tx, || Ev::Tick);
+    spawn_interrupts(&tx);
+    let mut links = Links::new();
+    if let Err(f) = startup(&setup, sc, &mut rx, &tx, &mut links).await {
+        stop_all(&links);
+        let mut tally = RunTally::new(sc.layout(), sc.run.warmup_events, false, setup.now());
+        tally.on_fault(f, setup.now());
+        return Ok(tally.finish(sc, &opts.origin, 0, Some(sc.run.events), setup.epoch.elapsed().as_secs_f64()));
+    }
+    let mut state = conduct(&setup, sc, &mut opts, &mut rx, &tx, &mut links, metrics).await;
+    shutdown(&mut state, &mut rx, &links).await;
+    Ok(state.finish(sc, &opts.origin, setup.epoch.elapsed().as_secs_f64()))
+}
+
+/// Turns SIGINT and SIGTERM into [`Ev::Interrupt`].
+fn spawn_interrupts(tx: &UnboundedSender<Ev>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    for kind in [SignalKind::interrupt(), SignalKind::terminate()] {
+        let tx = tx.clone();
+        if let Ok(mut s) = signal(kind) {
+            tokio::spawn(async move { while s.recv().await.is_some() && tx.send(Ev::Interrupt).is_ok() {} });
+        }
+    }
+}
+
+fn stop_all(links: &Links) {
+    for l in links.values() {
+        l.send(&Message::Stop);
+        l.close();
+    }
+}
+
+/// Registers every role, sends the collectors the readout units' addresses, and waits until
+/// every collector has reached every readout unit. A failure is returned as the fault that
+/// ends the run.
+async fn startup(
+    setup: &Setup,
+    sc: &Scenario,
+    rx: &mut UnboundedReceiver<Ev>,
+    tx: &UnboundedSender<Ev>,
+    links: &mut Links,
+) -> Result<(), Fault> {
+    let mut reg = Registry::new(sc.layout());
+    let deadline = Instant::now() + setup.startup;
+    let failed = |culprit: RoleId, noticed_by: RoleId, reason: String| Fault {
+        culprit,
+        noticed_by,
+        reason: format!("start-up {reason}"),
+        events: vec![],
+        fatal: true,
+    };
+    while !reg.complete() {
+        let Ok(ev) = tokio::time::timeout_at(deadline, rx.recv()).await else {
+            let m = reg.missing();
+            let ms = setup.startup.as_millis();
+            let reason = format!("timed out after {ms} ms (deploy.startup_timeout_ms) waiting for {}", m.join(", "));
+            return Err(failed(RoleId::Supervisor, RoleId::Supervisor, reason));
+        };
+        match ev.expect("the loop holds a sender") {
+            Ev::Joined(j) => match reg.on_hello(j.role, &j.listen) {
+                Ok(()) => {
+                    links.insert(j.role, connect(setup, j, tx));
+                    if let Some(peers) = reg.take_peers() {
+                        let to_collectors = sc.layout().all_nodes().map(RoleId::Collector);
+                        to_collectors.for_each(|c| send(links, Output::To(c, Message::Peers(peers.clone()))));
+                    }
+                }
+                Err(refusal) => eprintln!("supervisor: refused the connection from {}: {refusal}", j.conn.peer),
+            },
+            Ev::Msg(RoleId::Collector(n), Message::Connected) => reg.on_connected(n),
+            Ev::Msg(p, Message::Fault { culprit, detail, .. }) => {
+                return Err(failed(culprit, p, format!("failed: {detail}")))
+            }
+            // A connected collector's periodic status: nothing to record before the run.
+            Ev::Msg(_, Message::Status(_)) => {}
+            Ev::Msg(p, m) => eprintln!("supervisor: ignored {m:?} from {p} during start-up"),
+            Ev::Lost(p, e) => return Err(failed(p, RoleId::Supervisor, format!("failed: {p} left: {e}"))),
+            Ev::Interrupt => return Err(failed(RoleId::Supervisor, RoleId::Supervisor, "interrupted".into())),
+            Ev::Tick | Ev::Trigger => {}
+        }
+    }
+    Ok(())
+}
+
+/// The link to a role that joined: its writer, and a reader that turns what it says into events.
+fn connect(setup: &Setup, j: Joined, tx: &UnboundedSender<Ev>) -> Sender {
+    let role = j.role;
+    let (w, _) = spawn_writer(j.conn.write, setup.heartbeat);
+    setup.reader(j.conn.read, j.rest, tx.clone(), move |m| {
+        Some(match m {
+            Ok(m) => Ev::Msg(role, m),
+            Err(e) => Ev::Lost(role, e),
+        })
+    });
+    w
+}
+
+/// The run: feeds events to the [`RunState`] and sends what it asks, until it is over.
+async fn conduct(
+    setup: &Setup,
+    sc: &Scenario,
+    opts: &mut SupervisorOptions,
+    rx: &mut UnboundedReceiver<Ev>,
+    tx: &UnboundedSender<Ev>,
+    links: &mut Links,
+    metrics: Arc<Metrics>,
+) -> RunState {
+    let mut state = RunState::new(sc, setup.now(), opts.duration, opts.per_event, metrics);
+    let mut armed = None;
+    loop {
+        while let Some(o) = state.poll() {
+            send(links, o);
+        }
+        if state.over() {
+            return state;
+        }
+        if let Some(next) = state.poll_timeout().filter(|&n| armed.is_none_or(|a| n < a)) {
+            armed = Some(next);
+            wake_at(setup.epoch, next, tx, Ev::Trigger);
+        }
+        let input = match rx.recv().await.expect("the loop holds a sender") {
+            Ev::Trigger => {
+                armed = None;
+                Input::Trigger
+            }
+            Ev::Msg(p, m) => Input::Msg(p, m),
+            Ev::Lost(p, e) => {
+                links.remove(&p);
+                Input::Lost(p, e)
+            }
+            Ev::Tick => {
+                tell_progress(opts, &state.progress());
+                Input::Tick
+            }
+            Ev::Interrupt => Input::Interrupt,
+            Ev::Joined(j) => {
+                eprintln!("supervisor: refused {} from {}: the run has started", j.role, j.conn.peer);
+                continue;
+            }
+        };
+        state.handle(setup.now(), input);
+    }
+}
+
+fn tell_progress(opts: &mut SupervisorOptions, p: &Progress) {
+    if opts.launched {
+        say(SupervisorLine::Progress { assigned: p.assigned, finished: p.finished });
+    }
+    if let Some(f) = &mut opts.progress {
+        f(p);
+    }
+}
+
+/// Stops every role; collectors answer with their final counters and close (1.5 s at most).
+async fn shutdown(state: &mut RunState, rx: &mut UnboundedReceiver<Ev>, links: &Links) {
+    stop_all(links);
+    let mut open = links.len();
+    let until = Instant::now() + ms(1500);
+    while open > 0 {
+        match tokio::time::timeout_at(until, rx.recv()).await {
+            Ok(Some(Ev::Msg(RoleId::Collector(n), m))) => state.on_final(n, m),
+            Ok(Some(Ev::Lost(..))) => open -= 1,
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => break,
+        }
+    }
+}

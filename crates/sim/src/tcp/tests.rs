@@ -1,0 +1,295 @@
+//! The sender, state by state (Linux's `tcp_ca_state`), on a virtual clock and without the
+//! simulator: each test writes data, feeds hand-made acknowledgements at chosen times, and
+//! checks what goes out next and the counters Linux keeps. Segments are 1000 bytes; segment
+//! `k` is `[1000k, 1000(k+1))`.
+
+use super::{CaState, Sender, TcpParams};
+use daqnet_core::scenario::{CongestionControl, TcpConfig};
+use daqnet_core::Nanos;
+
+const US: Nanos = 1_000;
+const MS: Nanos = 1_000_000;
+const SEG: u64 = 1000;
+const RTT: Nanos = 100 * US;
+
+fn config() -> TcpConfig {
+    TcpConfig { timer_hz: 0, congestion_control: CongestionControl::Newreno, ..Default::default() }
+}
+
+fn sender_with(c: TcpConfig) -> Sender {
+    let mut s = Sender::new(&TcpParams::from_config(&c, SEG as u32));
+    s.seed_rtt(RTT);
+    s
+}
+
+/// A sender with RACK and tail-loss probes off: losses found by the duplicate-ACK rule.
+fn classic() -> Sender {
+    sender_with(TcpConfig { rack: false, tail_loss_probe: false, ..config() })
+}
+
+/// What goes out now: (segment number, retransmission?).
+fn send(s: &mut Sender, now: Nanos) -> Vec<(u64, bool)> {
+    let mut out = Vec::new();
+    s.transmit(now, SEG as u32, &mut out);
+    out.iter().map(|t| (t.start / SEG, t.retransmit)).collect()
+}
+
+/// Writes `segments` segments at `now` and sends what the window allows.
+fn write(s: &mut Sender, now: Nanos, segments: u64) -> Vec<(u64, bool)> {
+    s.write(now, segments * SEG);
+    send(s, now)
+}
+
+/// A SACK block over segments `from..to`.
+fn sack(from: u64, to: u64) -> (u64, u64) {
+    (from * SEG, to * SEG)
+}
+
+fn check(s: &Sender) {
+    assert_eq!(s.scoreboard().violation(), None);
+}
+
+mod open {
+    use super::*;
+
+    #[test]
+    fn slow_start_grows_the_window_by_every_segment_acknowledged() {
+        let mut s = classic();
+        assert_eq!(write(&mut s, 0, 40).len(), 10, "the initial window");
+        s.on_ack(RTT, 10 * SEG, &[], false);
+        assert_eq!((s.cwnd(), s.state()), (20, CaState::Open));
+        assert_eq!(send(&mut s, RTT).len(), 20, "a window twice as large");
+        check(&s);
+    }
+
+    #[test]
+    fn above_ssthresh_the_window_grows_by_about_one_segment_per_window() {
+        let mut s = classic();
+        write(&mut s, 0, 1000);
+        // A loss halves the window (ssthresh = 5); recovery ends with cwnd = ssthresh, and the
+        // same ACK, acknowledging ten segments at once, grows it in congestion avoidance.
+        s.on_ack(RTT, 0, &[sack(1, 4)], false);
+        send(&mut s, RTT);
+        s.on_ack(2 * RTT, 10 * SEG, &[], false);
+        let w = s.cwnd();
+        assert_eq!((w, s.ssthresh(), s.state()), (7, 5, CaState::Open), "5 + 10 acked / 5");
+        // One window's worth of ACKs, each for one segment: +1 segment in all.
+        let mut una = 10;
+        for i in 0..w as u64 {
+            send(&mut s, (3 + i) * RTT);
+            una += 1;
+            s.on_ack((3 + i) * RTT + RTT / 2, una * SEG, &[], false);
+        }
+        assert_eq!(s.cwnd(), w + 1);
+        check(&s);
+    }
+
+    #[test]
+    fn after_an_idle_rto_the_window_restarts_from_the_initial_window() {
+        let mut s = classic();
+        write(&mut s, 0, 10);
+        s.on_ack(RTT, 10 * SEG, &[], false);
+        write(&mut s, RTT, 20);
+        s.on_ack(2 * RTT, 30 * SEG, &[], false);
+        assert_eq!(s.cwnd(), 40);
+        // Idle for three RTOs: halved per RTO (RFC 2861), not below the initial window.
+        let later = 2 * RTT + 3 * s.rto() + 1;
+        assert_eq!(write(&mut s, later, 40).len(), 10);
+        assert_eq!(s.cwnd(), 10);
+    }
+}
+
+mod disorder {
+    use super::*;
+
+    #[test]
+    fn a_sack_below_the_threshold_is_disorder_and_limited_transmit_sends_new_data() {
+        let mut s = classic();
+        write(&mut s, 0, 20);
+        s.on_ack(RTT, 0, &[sack(1, 2)], false);
+        assert_eq!(s.state(), CaState::Disorder);
+        assert_eq!(send(&mut s, RTT), [(10, false)], "one new segment per SACKed one (RFC 3042)");
+        assert_eq!((s.stats().retransmits, s.stats().fast_recoveries), (0, 0));
+        check(&s);
+    }
+
+    #[test]
+    fn without_limited_transmit_disorder_sends_nothing_new() {
+        let mut s = sender_with(TcpConfig { rack: false, tail_loss_probe: false, limited_transmit: false, ..config() });
+        write(&mut s, 0, 20);
+        s.on_ack(RTT, 0, &[sack(1, 2)], false);
+        assert_eq!(s.state(), CaState::Disorder);
+        assert!(send(&mut s, RTT).is_empty());
+    }
+
+    #[test]
+    fn the_hole_filled_returns_to_open() {
+        let mut s = classic();
+        write(&mut s, 0, 10);
+        s.on_ack(RTT, 0, &[sack(1, 2)], false);
+        s.on_ack(RTT + US, 2 * SEG, &[], false);
+        assert_eq!(s.state(), CaState::Open);
+        check(&s);
+    }
+}
+
+mod recovery {
+    use super::*;
+
+    #[test]
+    fn three_sacked_segments_above_a_hole_retransmit_it_at_once_and_halve_the_window() {
+        let mut s = classic();
+        write(&mut s, 0, 10);
+        s.on_ack(RTT, 0, &[sack(1, 4)], false);
+        assert_eq!(s.state(), CaState::Recovery);
+        assert_eq!(s.ssthresh(), 5, "Reno halves");
+        assert_eq!(send(&mut s, RTT)[0], (0, true), "fast retransmit first");
+        assert_eq!((s.stats().fast_recoveries, s.stats().retransmits), (1, 1));
+        check(&s);
+    }
+
+    #[test]
+    fn recovery_ends_when_everything_sent_before_it_is_acknowledged() {
+        let mut s = classic();
+        write(&mut s, 0, 10);
+        s.on_ack(RTT, 0, &[sack(1, 4)], false);
+        send(&mut s, RTT);
+        s.on_ack(2 * RTT, 4 * SEG, &[], false);
+        assert_eq!(s.state(), CaState::Recovery, "a partial ACK: segments 4..10 are still out");
+        s.on_ack(2 * RTT + US, 10 * SEG, &[], false);
+        assert_eq!((s.state(), s.cwnd()), (CaState::Open, s.ssthresh()));
+        check(&s);
+    }
+
+    #[test]
+    fn without_sack_a_partial_ack_retransmits_the_next_hole_at_once() {
+        let mut s = sender_with(TcpConfig { sack: false, ..config() });
+        write(&mut s, 0, 10);
+        // Segments 0 and 5 are lost; 1-4 and 6-9 arrive: eight duplicate ACKs.
+        for i in 0..3 {
+            s.on_ack(RTT + i * US, 0, &[], false);
+        }
+        assert_eq!(s.state(), CaState::Recovery);
+        assert_eq!(send(&mut s, RTT + 3 * US)[0], (0, true));
+        for i in 3..8 {
+            s.on_ack(RTT + i * US, 0, &[], false);
+        }
+        // The retransmission of 0 fills the first hole: the ACK stops at 5 (RFC 6582).
+        s.on_ack(2 * RTT, 5 * SEG, &[], false);
+        assert_eq!(s.state(), CaState::Recovery);
+        assert_eq!(send(&mut s, 2 * RTT)[0], (5, true), "NewReno: the next hole is lost too");
+        check(&s);
+    }
+}
+
+mod loss {
+    use super::*;
+
+    #[test]
+    fn a_timeout_marks_everything_lost_and_restarts_from_one_segment() {
+        let mut s = classic();
+        write(&mut s, 0, 10);
+        let rto = s.timer_deadline().expect("the retransmission timer");
+        s.on_timer(rto);
+        assert_eq!((s.state(), s.cwnd(), s.stats().timeouts), (CaState::Loss, 1, 1));
+        assert_eq!(s.scoreboard().lost_out(), 10);
+        assert_eq!(send(&mut s, rto), [(0, true)]);
+        check(&s);
+    }
+
+    #[test]
+    fn after_a_timeout_the_lost_segments_go_out_in_slow_start_until_all_are_acknowledged() {
+        let mut s = classic();
+        write(&mut s, 0, 10);
+        let rto = s.timer_deadline().unwrap();
+        s.on_timer(rto);
+        send(&mut s, rto);
+        s.on_ack(rto + RTT, SEG, &[], false);
+        assert_eq!(send(&mut s, rto + RTT), [(1, true), (2, true)], "cwnd 2");
+        s.on_ack(rto + 2 * RTT, 3 * SEG, &[], false);
+        assert_eq!(send(&mut s, rto + 2 * RTT).len(), 4, "cwnd 4");
+        s.on_ack(rto + 3 * RTT, 10 * SEG, &[], false);
+        assert_eq!(s.state(), CaState::Open);
+        check(&s);
+    }
+
+    #[test]
+    fn each_timeout_doubles_the_rto_up_to_the_maximum() {
+        let mut s = sender_with(TcpConfig { rack: false, tail_loss_probe: false, max_rto_ns: 1000 * MS, ..config() });
+        write(&mut s, 0, 1);
+        let base = s.rto();
+        let mut now = 0;
+        for k in 1..=4u32 {
+            now = s.timer_deadline().unwrap();
+            s.on_timer(now);
+            send(&mut s, now);
+            assert_eq!(s.rto(), (base << k).min(1000 * MS), "after {k} timeouts");
+        }
+        assert_eq!(s.rto(), 1000 * MS, "capped");
+        assert_eq!(s.timer_deadline(), Some(now + 1000 * MS));
+        assert_eq!(s.stats().recovery_fails, 0, "no recovery failed: there was none");
+    }
+}
+
+mod rack {
+    use super::*;
+
+    #[test]
+    fn a_hole_within_the_reordering_window_arms_the_reorder_timer_and_is_lost_when_it_fires() {
+        let mut s = sender_with(config());
+        write(&mut s, 0, 10);
+        // Only the last segment arrives: too few SACKs for the duplicate-ACK rule; RACK waits
+        // a reordering window (RTT/4) before declaring 0–8 lost.
+        s.on_ack(RTT, 0, &[sack(9, 10)], false);
+        assert_eq!((s.state(), s.scoreboard().lost_out()), (CaState::Disorder, 0));
+        let t = s.timer_deadline().expect("the reorder timer");
+        assert!(t > RTT && t <= RTT + RTT / 4 + 3 * MS, "{t}");
+        s.on_timer(t);
+        assert_eq!((s.state(), s.scoreboard().lost_out()), (CaState::Recovery, 9));
+        assert_eq!(send(&mut s, t)[0], (0, true));
+        check(&s);
+    }
+
+    #[test]
+    fn a_sack_for_data_sent_later_marks_an_earlier_retransmission_lost_again() {
+        let mut s = sender_with(config());
+        write(&mut s, 0, 10);
+        s.on_ack(RTT, 0, &[sack(1, 10)], false);
+        s.write(RTT, 2 * SEG);
+        assert_eq!(send(&mut s, RTT)[0], (0, true));
+        s.on_ack(2 * RTT + RTT / 2, 0, &[sack(1, 11)], false);
+        assert_eq!(send(&mut s, 2 * RTT + RTT / 2)[0], (0, true), "resent without waiting for a timeout");
+        assert_eq!((s.stats().lost_retransmits, s.stats().timeouts), (1, 0));
+        check(&s);
+    }
+}
+
+mod tail_loss_probe {
+    use super::*;
+
+    #[test]
+    fn a_silent_tail_is_probed_with_new_data_when_some_waits() {
+        let mut s = sender_with(config());
+        assert_eq!(write(&mut s, 0, 20).len(), 10);
+        let t = s.timer_deadline().expect("a probe timer");
+        assert!(t < s.rto(), "the probe comes before the RTO: {t}");
+        s.on_timer(t);
+        assert_eq!(send(&mut s, t), [(10, false)], "one new segment, whatever the window");
+        assert_eq!(s.stats().loss_probes, 1);
+        check(&s);
+    }
+
+    #[test]
+    fn with_nothing_new_the_probe_resends_the_last_segment() {
+        let mut s = sender_with(config());
+        write(&mut s, 0, 10);
+        let t = s.timer_deadline().unwrap();
+        s.on_timer(t);
+        assert_eq!(send(&mut s, t), [(9, true)]);
+        assert_eq!((s.stats().loss_probes, s.stats().retransmits), (1, 1));
+        // The probe's ACK shows the whole flight arrived but the first: RACK takes over.
+        s.on_ack(t + RTT, 0, &[sack(1, 10)], false);
+        assert_eq!(s.state(), CaState::Recovery);
+        check(&s);
+    }
+}
