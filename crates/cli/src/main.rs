@@ -44,6 +44,13 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Role(_)) {
+        // Like any Unix filter, end quietly when the reader of our output goes away
+        // (`daqnet … | head`). A role keeps SIGPIPE ignored: it must not die of a closed pipe
+        // before its report is written.
+        // SAFETY: setting a signal's disposition to the default has no preconditions.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     let result = match cli.command {
         Command::Sim(a) => commands::sim::run(a),
         Command::Sweep(a) => commands::sweep::run(a),

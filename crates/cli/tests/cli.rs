@@ -63,3 +63,55 @@ fn bad_input_is_a_clear_error_not_a_panic() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("no/such/file.toml: cannot read"), "{}", text(&o));
 }
+
+/// Peak resident memory of a running process (VmHWM), bytes; 0 once it is gone.
+fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kib =
+        status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.split_whitespace().next()?.parse().ok());
+    kib.unwrap_or(0) * 1024
+}
+
+/// A trillion events asked for, half a simulated second allowed: memory follows the events in
+/// flight, not the events requested, and the events never started are reported abandoned.
+#[test]
+fn sim_of_a_trillion_events_with_a_time_limit_ends_in_seconds_in_bounded_memory() {
+    let dir = out_dir("trillion");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_daqnet"))
+        .current_dir(std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .args(["sim", "scenarios/incast-micro.toml", "--events", "1000000000000", "--set", "run.time_limit_s=0.5"])
+        .args(["-q", "--out", dir.to_str().unwrap()])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let mut peak = 0;
+    let status = loop {
+        peak = peak.max(peak_rss(child.id()));
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(start.elapsed().as_secs() < 60, "still simulating after a minute");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(status.success());
+    assert!(peak > 0 && peak < 200 << 20, "peak memory {} MiB", peak >> 20);
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    let built = r["events_built"].as_u64().unwrap();
+    assert!(built > 0);
+    assert_eq!(r["events_not_built"]["abandoned"].as_u64().unwrap() + built, 1_000_000_000_000);
+}
+
+/// A rerun into the same folder leaves no file of the earlier run behind.
+#[test]
+fn a_rerun_without_per_event_records_removes_the_earlier_ones() {
+    let dir = out_dir("rerun");
+    let d = dir.to_str().unwrap();
+    assert!(daqnet(&["sim", "scenarios/incast-micro.toml", "--events", "5", "--per-event", "-q", "--out", d])
+        .status
+        .success());
+    assert!(dir.join("events.csv").exists());
+    assert!(daqnet(&["sim", "scenarios/incast-micro.toml", "--events", "5", "-q", "--out", d]).status.success());
+    assert!(!dir.join("events.csv").exists(), "an events.csv of the earlier run");
+}

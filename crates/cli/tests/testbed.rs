@@ -169,20 +169,15 @@ fn up_and_down_are_idempotent_and_leave_nothing_behind() {
     assert_eq!(links(), links_before);
 }
 
-#[test]
-fn a_killed_run_is_cleaned_up_by_the_next_up() {
-    let _g = serial();
-    if !root() {
-        return;
-    }
-    let ns_before = namespaces();
-    let dir = out_dir("killed");
-    let mut run = Command::new(env!("CARGO_BIN_EXE_daqnet"))
+/// `daqnet testbed run` of atlas-small (12 namespaces), started with a long run; returns the
+/// process, its testbed's namespace prefix and its roles once they all run.
+fn long_testbed_run(dir: &Path) -> (std::process::Child, String, Vec<(String, u64)>) {
+    let run = Command::new(env!("CARGO_BIN_EXE_daqnet"))
         .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
         .args(["testbed", "run", "scenarios/run/atlas-small.toml", "--events", "1000000", "-q", "--out"])
-        .arg(dir.as_path())
+        .arg(dir)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let prefix = format!("daqnet-run{}-", run.id());
@@ -192,23 +187,81 @@ fn a_killed_run_is_cleaned_up_by_the_next_up() {
         assert!(start.elapsed() < Duration::from_secs(30), "the run never started its roles");
         std::thread::sleep(Duration::from_millis(50));
     }
+    std::thread::sleep(Duration::from_millis(500));
+    let roles: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(dir.join("roles.json")).unwrap()).unwrap();
+    let roles = roles.iter().map(|r| (r["role"].as_str().unwrap().to_string(), r["pid"].as_u64().unwrap())).collect();
+    (run, prefix, roles)
+}
+
+fn running(pid: u64) -> bool {
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    !(state.is_empty() || state.contains(") Z"))
+}
+
+/// Waits up to `limit` for `done`.
+fn within(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while !done() {
+        if start.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// kill -9 of `daqnet testbed run`: its roles die with it (their parent-death signal) within
+/// 5 s; its namespaces cannot be removed by a dead process, so `testbed list` marks them as
+/// owned by a dead process, and the next `up` removes them and says so.
+#[test]
+fn testbed_12ns_kill_9_of_the_run() {
+    let _g = serial();
+    if !root() {
+        return;
+    }
+    let ns_before = namespaces();
+    let dir = out_dir("killed");
+    let (mut run, prefix, roles) = long_testbed_run(&dir);
     run.kill().unwrap();
     run.wait().unwrap();
+    let alive = || roles.iter().filter(|(_, p)| running(*p)).cloned().collect::<Vec<_>>();
+    assert!(within(Duration::from_secs(5), || alive().is_empty()), "roles outlived the run: {:?}", alive());
     let left: Vec<String> = namespaces().into_iter().filter(|n| n.starts_with(&prefix)).collect();
     assert_eq!(left.len(), 12, "the killed run's namespaces should still be there: {left:?}");
-    let roles: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(dir.join("roles.json")).unwrap()).unwrap();
+    // The run's testbed is run<PID>-<N>: its namespaces are daqnet-run<PID>-<N>-<host>.
+    let id = prefix.trim_start_matches("daqnet-");
+    let list = text(&daqnet(&["testbed", "list"]));
+    let line = list.lines().find(|l| l.starts_with(id)).unwrap_or_else(|| panic!("{id} not listed: {list}"));
+    assert!(line.contains("leftover") && line.contains("is dead"), "{line}");
     let o = daqnet(&["testbed", "up", "scenarios/run/atlas-small.toml", "--name", "t-after"]);
     assert!(o.status.success(), "{}", text(&o));
+    let said = text(&o);
+    assert!(said.contains(&format!("removed the leftover testbed {id}")) && said.contains("is dead"), "{said}");
     assert!(namespaces().iter().all(|n| !n.starts_with(&prefix)), "leftovers not removed");
-    // Its roles, orphaned inside the namespaces, were stopped too.
-    std::thread::sleep(Duration::from_millis(200));
-    for r in &roles {
-        let pid = r["pid"].as_u64().unwrap();
-        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        assert!(state.is_empty() || state.contains(") Z"), "{} (pid {pid}) still runs", r["role"]);
-    }
     daqnet(&["testbed", "down", "--name", "t-after"]);
     assert_eq!(namespaces(), ns_before);
+}
+
+/// Ctrl-C of `daqnet testbed run`: the run stops with a report marked interrupted, and within
+/// 5 s no namespace, link or role process of it is left.
+#[test]
+fn testbed_12ns_sigint_of_the_run() {
+    let _g = serial();
+    if !root() {
+        return;
+    }
+    let (ns_before, links_before) = (namespaces(), links());
+    let dir = out_dir("sigint");
+    let (mut run, prefix, roles) = long_testbed_run(&dir);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(run.id() as i32, libc::SIGINT) };
+    let start = Instant::now();
+    assert!(within(Duration::from_secs(5), || run.try_wait().unwrap().is_some()), "still running 5 s after Ctrl-C");
+    assert_eq!(run.wait().unwrap().code(), Some(130));
+    assert!(roles.iter().all(|(_, p)| !running(*p)), "a role survived");
+    assert!(namespaces().iter().all(|n| !n.starts_with(&prefix)), "namespaces left");
+    assert_eq!((namespaces(), links()), (ns_before, links_before));
+    assert_eq!(report(&dir)["interrupted"], true, "{}", start.elapsed().as_secs_f64());
 }
 
 #[test]

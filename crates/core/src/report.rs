@@ -43,6 +43,25 @@ pub struct LatencyMs {
     pub hdr_us_base64: String,
 }
 
+/// The histogram of a report: microseconds, 1 µs to an hour, 3 significant digits.
+fn histogram_us() -> Histogram<u64> {
+    Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds")
+}
+
+fn record_us(h: &mut Histogram<u64>, ns: Nanos) {
+    h.saturating_record((ns / 1000).max(1));
+}
+
+fn encode(h: &Histogram<u64>) -> String {
+    let mut buf = Vec::new();
+    V2DeflateSerializer::new().serialize(h, &mut buf).expect("in-memory serialization");
+    base64::engine::general_purpose::STANDARD.encode(buf)
+}
+
+fn ms(ns: Nanos) -> f64 {
+    ns as f64 / NS_PER_MS as f64
+}
+
 impl LatencyMs {
     /// Statistics of latency samples in nanoseconds. Quantiles are exact order statistics
     /// (nearest rank), so they do not depend on the histogram's resolution.
@@ -52,15 +71,10 @@ impl LatencyMs {
         }
         let mut v = samples.to_vec();
         v.sort_unstable();
-        let ms = |x: Nanos| x as f64 / NS_PER_MS as f64;
         let q = |p: f64| ms(v[(((p * v.len() as f64).ceil() as usize).max(1) - 1).min(v.len() - 1)]);
         let sum: u128 = v.iter().map(|&x| x as u128).sum();
-        let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds");
-        for &x in &v {
-            h.saturating_record((x / 1000).max(1));
-        }
-        let mut buf = Vec::new();
-        V2DeflateSerializer::new().serialize(&h, &mut buf).expect("in-memory serialization");
+        let mut h = histogram_us();
+        v.iter().for_each(|&x| record_us(&mut h, x));
         LatencyMs {
             mean: sum as f64 / v.len() as f64 / NS_PER_MS as f64,
             p1: q(0.01),
@@ -70,9 +84,48 @@ impl LatencyMs {
             p99: q(0.99),
             max: ms(*v.last().expect("non-empty")),
             share_ge_100ms: v.iter().filter(|&&x| x >= 100 * NS_PER_MS).count() as f64 / v.len() as f64,
-            hdr_us_base64: base64::engine::general_purpose::STANDARD.encode(buf),
+            hdr_us_base64: encode(&h),
         }
     }
+
+    /// Statistics of a running summary: mean, maximum and share are exact; quantiles come from
+    /// the histogram, to 3 significant digits.
+    fn from_summary(s: &Summary) -> Self {
+        if s.count == 0 {
+            return LatencyMs::default();
+        }
+        let q = |p: f64| s.hist.value_at_quantile(p) as f64 / 1000.0;
+        LatencyMs {
+            mean: s.sum_ns as f64 / s.count as f64 / NS_PER_MS as f64,
+            p1: q(0.01),
+            q1: q(0.25),
+            median: q(0.5),
+            q3: q(0.75),
+            p99: q(0.99),
+            max: ms(s.max_ns),
+            share_ge_100ms: s.ge_100ms as f64 / s.count as f64,
+            hdr_us_base64: encode(&s.hist),
+        }
+    }
+}
+
+/// Latency samples summarised in fixed memory.
+#[derive(Debug, Clone)]
+struct Summary {
+    hist: Histogram<u64>,
+    count: u64,
+    sum_ns: u128,
+    max_ns: Nanos,
+    ge_100ms: u64,
+}
+
+/// How a [`Measure`] keeps latencies.
+#[derive(Debug, Clone)]
+enum Samples {
+    /// Every sample (8 bytes per event): exact quantiles.
+    Exact(Vec<Nanos>),
+    /// A fixed-size summary: memory stays flat however long the run.
+    Bounded(Box<Summary>),
 }
 
 /// TCP counters summed over every connection.
@@ -342,7 +395,7 @@ impl Track {
 #[derive(Debug, Clone)]
 pub struct Measure {
     warmup: u64,
-    latencies: Vec<Nanos>,
+    samples: Samples,
     first_assigned: Option<Nanos>,
     last_done: Nanos,
     bytes: u64,
@@ -364,9 +417,18 @@ pub struct Measured {
 }
 
 impl Measure {
-    /// Nothing measured yet; events `0..warmup` will not count.
+    /// Nothing measured yet; events `0..warmup` will not count. Every latency is kept, so the
+    /// quantiles are exact order statistics (8 bytes per event measured).
     pub fn new(warmup: u64) -> Self {
-        Measure { warmup, latencies: Vec::new(), first_assigned: None, last_done: 0, bytes: 0 }
+        Measure { warmup, samples: Samples::Exact(Vec::new()), first_assigned: None, last_done: 0, bytes: 0 }
+    }
+
+    /// As [`Measure::new`], in fixed memory: latencies go into the report's histogram (3
+    /// significant digits), from which the quantiles are read; mean, maximum and the share of
+    /// slow events stay exact. For runs bounded by time rather than by events.
+    pub fn bounded(warmup: u64) -> Self {
+        let summary = Summary { hist: histogram_us(), count: 0, sum_ns: 0, max_ns: 0, ge_100ms: 0 };
+        Measure { samples: Samples::Bounded(Box::new(summary)), ..Measure::new(warmup) }
     }
 
     /// A built event.
@@ -374,7 +436,17 @@ impl Measure {
         if t.event.0 < self.warmup {
             return;
         }
-        self.latencies.push(t.latency());
+        match &mut self.samples {
+            Samples::Exact(v) => v.push(t.latency()),
+            Samples::Bounded(s) => {
+                let l = t.latency();
+                record_us(&mut s.hist, l);
+                s.count += 1;
+                s.sum_ns += l as u128;
+                s.max_ns = s.max_ns.max(l);
+                s.ge_100ms += (l >= 100 * NS_PER_MS) as u64;
+            }
+        }
         self.first_assigned = Some(self.first_assigned.map_or(t.assigned, |f| f.min(t.assigned)));
         self.last_done = self.last_done.max(t.done);
         self.bytes += t.bytes;
@@ -382,7 +454,10 @@ impl Measure {
 
     /// Measured events built so far.
     pub fn events_built(&self) -> u64 {
-        self.latencies.len() as u64
+        match &self.samples {
+            Samples::Exact(v) => v.len() as u64,
+            Samples::Bounded(s) => s.count,
+        }
     }
 
     /// The statistics (zero rates when nothing was built).
@@ -394,7 +469,10 @@ impl Measure {
             duration_s,
             event_rate_hz: per_s(self.events_built() as f64),
             goodput_bps: per_s(self.bytes as f64 * 8.0),
-            latency_ms: LatencyMs::from_ns(&self.latencies),
+            latency_ms: match &self.samples {
+                Samples::Exact(v) => LatencyMs::from_ns(v),
+                Samples::Bounded(s) => LatencyMs::from_summary(s),
+            },
         }
     }
 }
@@ -547,5 +625,25 @@ mod tests {
         assert_eq!(Measured::from(&reversed, 1), m, "order does not matter");
         assert_eq!(Measured::from(&tracks[..1], 1).event_rate_hz, 0.0, "nothing measured: no rate");
         assert!(!tracks[0].record(1).measured && tracks[1].record(1).measured);
+    }
+
+    #[test]
+    fn a_bounded_measure_agrees_with_the_exact_one_to_three_significant_digits() {
+        let tracks: Vec<Track> =
+            (0..20_000u64).map(|e| track(e, e * 1000, e * 1000, e * 1000 + (e % 997 + 1) * 211_000)).collect();
+        let (mut exact, mut bounded) = (Measure::new(100), Measure::bounded(100));
+        for t in &tracks {
+            exact.record(t);
+            bounded.record(t);
+        }
+        let (a, b) = (exact.finish(), bounded.finish());
+        assert_eq!((a.events_built, a.duration_s, a.goodput_bps), (b.events_built, b.duration_s, b.goodput_bps));
+        let (x, y) = (&a.latency_ms, &b.latency_ms);
+        assert_eq!((x.max, x.share_ge_100ms), (y.max, y.share_ge_100ms), "exact in both");
+        assert!((x.mean - y.mean).abs() < 1e-9 * x.mean);
+        for (p, q) in [(x.p1, y.p1), (x.q1, y.q1), (x.median, y.median), (x.q3, y.q3), (x.p99, y.p99)] {
+            assert!((p - q).abs() <= 1e-3 * p, "{p} vs {q}");
+        }
+        assert_eq!(x.hdr_us_base64, y.hdr_us_base64, "the same histogram");
     }
 }

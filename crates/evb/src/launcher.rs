@@ -80,18 +80,24 @@ struct Roles {
     group: Option<i32>,
 }
 
+/// Makes `cmd`'s process get SIGTERM when the thread that starts it ends (with its process,
+/// however it dies: `PR_SET_PDEATHSIG`), and join process group `group` (0: a new group led by
+/// itself). Start it from a thread that outlives it.
+pub fn owned_by_caller(cmd: &mut Command, group: i32) {
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setpgid(0, group) != 0 || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 impl Roles {
     fn spawn(&mut self, role: RoleId, mut cmd: Command) -> anyhow::Result<&mut Child> {
-        let group = self.group.unwrap_or(0);
-        // SAFETY: only async-signal-safe calls between fork and exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::setpgid(0, group) != 0 || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        owned_by_caller(&mut cmd, self.group.unwrap_or(0));
         let child = cmd.spawn().with_context(|| format!("cannot start {role}"))?;
         self.group.get_or_insert(child.id() as i32);
         self.procs.push((role, child));

@@ -23,6 +23,7 @@ use daqnet_core::Scenario;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// One scenario the axes are applied to, e.g. "switch 1".
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -238,27 +239,39 @@ pub fn pending<'p>(points: &'p [Point], out: &Path, shard: Shard) -> anyhow::Res
 
 /// Runs `todo` on `jobs` threads, writing each point's folder as it finishes, and calls
 /// `done` after each. A point that fails is reported in the result; the others still run.
+/// Once `stop` is set no further point starts, and a point whose run was interrupted is not
+/// written (it runs again when the sweep resumes).
 pub fn run_points(
     todo: &[&Point],
     out: &Path,
-    jobs: usize,
-    per_event: bool,
+    (jobs, per_event): (usize, bool),
+    stop: Option<&AtomicBool>,
     runner: &(dyn Fn(&Point) -> anyhow::Result<PointOutput> + Sync),
     done: &(dyn Fn(&Point) + Sync),
-) -> anyhow::Result<Vec<(usize, String)>> {
+) -> anyhow::Result<(usize, Vec<(usize, String)>)> {
     let pool =
         rayon::ThreadPoolBuilder::new().num_threads(jobs.max(1)).build().context("cannot start worker threads")?;
+    let stopped = || stop.is_some_and(|s| s.load(Ordering::Relaxed));
+    let written = AtomicUsize::new(0);
     let failures: Vec<(usize, String)> = pool.install(|| {
         todo.par_iter()
             .with_max_len(1)
             .filter_map(|p| {
-                let r = runner(p).and_then(|o| write_point(out, p, &o, per_event));
+                if stopped() {
+                    return None;
+                }
+                let r = runner(p).and_then(|o| {
+                    anyhow::ensure!(!o.report.interrupted, "interrupted");
+                    write_point(out, p, &o, per_event)?;
+                    written.fetch_add(1, Ordering::Relaxed);
+                    Ok(())
+                });
                 done(p);
-                r.err().map(|e| (p.meta.index, format!("{e:#}")))
+                r.err().filter(|_| !stopped()).map(|e| (p.meta.index, format!("{e:#}")))
             })
             .collect()
     });
-    Ok(failures)
+    Ok((written.into_inner(), failures))
 }
 
 fn write_point(out: &Path, p: &Point, o: &PointOutput, per_event: bool) -> anyhow::Result<()> {
@@ -315,6 +328,8 @@ pub struct ExecOptions<'a> {
     pub shard: Shard,
     /// Told what happens, from any worker thread.
     pub observer: Option<&'a (dyn Fn(SweepEvent) + Sync)>,
+    /// Once set (Ctrl-C), no further point starts.
+    pub stop: Option<&'a AtomicBool>,
 }
 
 /// What [`execute`] did.
@@ -330,6 +345,8 @@ pub struct Executed {
     pub table: PathBuf,
     /// Rows in it (finished points of every shard found in the folder).
     pub rows: usize,
+    /// Stopped early (`ExecOptions::stop`): rerun the same sweep to resume.
+    pub interrupted: bool,
 }
 
 /// Runs a plan into `out`: claims the folder, skips finished points, runs the rest in
@@ -354,9 +371,10 @@ pub fn execute(
     }
     tell(SweepEvent::Starting { points: todo.len() });
     let done = |p: &Point| tell(SweepEvent::Finished { index: p.meta.index });
-    let failures = run_points(&todo, out, opts.jobs, plan.per_event, runner, &done)?;
+    let (ran, failures) = run_points(&todo, out, (opts.jobs, plan.per_event), opts.stop, runner, &done)?;
     let (table, rows) = crate::table::write(out, &plan.axis_paths(), plan.len())?;
-    Ok(Executed { ran: todo.len() - failures.len(), skipped: mine - todo.len(), failures, table, rows })
+    let interrupted = opts.stop.is_some_and(|s| s.load(Ordering::Relaxed));
+    Ok(Executed { ran, skipped: mine - todo.len(), failures, table, rows, interrupted })
 }
 
 /// Joins shard folders of one sweep into `out`: checks they ran the same plan, copies every

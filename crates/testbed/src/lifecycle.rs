@@ -36,7 +36,8 @@ fn read_state(id: &str) -> Option<State> {
     serde_json::from_str(&std::fs::read_to_string(state_path(id)).ok()?).ok()
 }
 
-fn alive(pid: u32) -> bool {
+/// Whether process `pid` is a live daqnet process (a testbed's owner).
+pub fn alive(pid: u32) -> bool {
     // A pid is reused only after its process is gone; a live daqnet process with it is the owner.
     std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.contains("daqnet"))
 }
@@ -170,18 +171,22 @@ pub fn list() -> Vec<(String, Option<State>)> {
         .collect()
 }
 
-/// Removes every testbed whose owner process is dead, or that has no state file (a run that
-/// crashed, or was killed, before cleaning up). Returns their ids.
-pub fn remove_leftovers() -> anyhow::Result<Vec<String>> {
+/// Why a testbed is a leftover, if it is one: its owner process is dead, or it has no state
+/// file (a run that crashed, or was killed, before cleaning up).
+pub fn leftover(state: &Option<State>) -> Option<String> {
+    match state {
+        None => Some("it has no state file".into()),
+        Some(s) => s.owner_pid.filter(|&pid| !alive(pid)).map(|pid| format!("its owner, pid {pid}, is dead")),
+    }
+}
+
+/// Removes every leftover testbed ([`leftover`]). Returns (id, why) of each.
+pub fn remove_leftovers() -> anyhow::Result<Vec<(String, String)>> {
     let mut removed = Vec::new();
     for (id, state) in list() {
-        let orphan = match &state {
-            None => true,
-            Some(s) => s.owner_pid.is_some_and(|pid| !alive(pid)),
-        };
-        if orphan {
+        if let Some(why) = leftover(&state) {
             down(&id)?;
-            removed.push(id);
+            removed.push((id, why));
         }
     }
     Ok(removed)

@@ -35,6 +35,8 @@ pub struct TestbedRunOptions {
     pub per_event: bool,
     /// No progress display.
     pub quiet: bool,
+    /// Set on SIGINT/SIGTERM: a testbed still being built is removed without running.
+    pub stop: Option<&'static AtomicBool>,
 }
 
 /// The outcome of a testbed run.
@@ -69,6 +71,9 @@ pub fn run(sc: &Scenario, opts: &TestbedRunOptions) -> anyhow::Result<TestbedRun
 
 fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow::Result<TestbedRun> {
     let testbed = Owned::up(plan, &opts.origin)?;
+    if opts.stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+        anyhow::bail!("interrupted while the testbed was being built; it has been removed");
+    }
     let plan = &testbed.plan;
     let daqring = match plan.switch_kind {
         SwitchKind::Daqring => Some(SoftSwitch::start(plan, opts)?),
@@ -133,6 +138,7 @@ impl SoftSwitch {
         cmd.arg("switch").arg(&config).arg("--report").arg(&stats);
         cmd.stdout(std::process::Stdio::piped());
         netns::place(&mut cmd, &plan.switch_ns)?;
+        daqnet_evb::launcher::owned_by_caller(&mut cmd, 0);
         let mut child = cmd.spawn().with_context(|| format!("cannot start {} switch", opts.exe.display()))?;
         let stdout = child.stdout.take().expect("piped");
         let (tx, rx) = std::sync::mpsc::channel();

@@ -127,6 +127,21 @@ pub fn print_lines(text: &str) {
     let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
 }
 
+/// Removes the files a verb writes into `dir` (those that exist), so that a run that fails or
+/// is interrupted cannot leave an earlier run's file looking like its own.
+pub fn clear_outputs(dir: &Path, names: &[&str]) -> anyhow::Result<()> {
+    for n in names {
+        let p = dir.join(n);
+        match std::fs::remove_file(&p) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("cannot remove the earlier {}", p.display()))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Writes `text` to `dir/name`, creating `dir`.
 pub fn write_file(dir: &Path, name: &str, text: &str) -> anyhow::Result<std::path::PathBuf> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create output folder {}", dir.display()))?;
@@ -145,10 +160,11 @@ pub fn sim_point(
     per_event: bool,
 ) -> impl Fn(&daqnet_study::sweep::Point) -> anyhow::Result<daqnet_study::sweep::PointOutput> + Sync {
     move |p| {
+        let stop = Some(daqnet_evb::launcher::interrupted());
         let out = daqnet_sim::simulate(
             &p.scenario,
             &p.origin,
-            daqnet_sim::SimOptions { record_events: per_event, ..Default::default() },
+            daqnet_sim::SimOptions { record_events: per_event, stop, ..Default::default() },
         );
         Ok(daqnet_study::sweep::PointOutput { report: out.report, events: out.events })
     }

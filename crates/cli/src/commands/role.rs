@@ -2,7 +2,6 @@
 //! ([`RoleArgs`]) belong to `daqnet-evb`, whose launcher builds them for `daqnet run`.
 
 use anyhow::Context;
-use daqnet_core::report::EventRecord;
 use daqnet_core::{EventId, Scenario};
 use daqnet_evb::block_on;
 use daqnet_evb::launcher::check_duration;
@@ -53,18 +52,15 @@ fn run_supervisor(a: RoleArgs, sc: &Scenario) -> anyhow::Result<ExitCode> {
         launched: a.launched,
         metrics: a.metrics.clone(),
         duration: a.duration_s.map(Duration::from_secs_f64),
-        per_event: a.per_event,
+        per_event: a.per_event.then(|| a.out.join("events.csv")),
         progress: Some(Box::new({
             let bar = bar.clone();
             move |p: &Progress| show_progress(&bar, p)
         })),
     };
+    std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
     let outcome = block_on(1, supervisor::run(sc, opts))??;
     bar.finish_and_clear();
-    if a.per_event {
-        super::write_file(&a.out, "events.csv", &EventRecord::to_csv(&outcome.events))
-            .context("cannot write the per-event records")?;
-    }
     // The report last: its presence says the run's files are complete.
     let path = super::write_file(&a.out, "report.json", &outcome.report.to_json())?;
     if !a.quiet {

@@ -34,6 +34,9 @@ pub struct SimArgs {
 /// Runs the verb.
 pub fn run(a: SimArgs) -> anyhow::Result<ExitCode> {
     let scenario = a.scenario.load()?;
+    // Nothing of an earlier run may pass for this one's, even if this one is interrupted.
+    super::clear_outputs(&a.out, &["report.json", "events.csv"])?;
+    let stop = daqnet_evb::launcher::interrupted();
     let total = scenario.run.warmup_events + scenario.run.events;
     let bar = if a.quiet || !std::io::stderr().is_terminal() { ProgressBar::hidden() } else { ProgressBar::new(total) };
     bar.set_style(
@@ -45,7 +48,12 @@ pub fn run(a: SimArgs) -> anyhow::Result<ExitCode> {
     let out = simulate(
         &scenario,
         &a.scenario.origin(),
-        SimOptions { progress: Some(&mut progress), record_events: a.per_event, ..Default::default() },
+        SimOptions {
+            progress: Some(&mut progress),
+            record_events: a.per_event,
+            stop: Some(stop),
+            ..Default::default()
+        },
     );
     bar.finish_and_clear();
     let report_path = super::write_file(&a.out, "report.json", &out.report.to_json())?;
@@ -53,8 +61,14 @@ pub fn run(a: SimArgs) -> anyhow::Result<ExitCode> {
         super::write_file(&a.out, "events.csv", &EventRecord::to_csv(&out.events))?;
     }
     if !a.quiet {
-        print!("{}", out.report.summary_table());
-        println!("  {:<26} {}", "report", report_path.display());
+        super::print_lines(&format!("{}  {:<26} {}\n", out.report.summary_table(), "report", report_path.display()));
+    }
+    if out.report.interrupted {
+        eprintln!(
+            "interrupted: the report covers the {:.3} simulated seconds run so far",
+            out.report.sim_work.as_ref().map_or(0.0, |w| w.simulated_s)
+        );
+        return Ok(ExitCode::from(130));
     }
     if out.report.events_not_built.abandoned > 0 {
         eprintln!(

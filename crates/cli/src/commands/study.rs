@@ -63,7 +63,12 @@ pub fn run(a: StudyArgs) -> anyhow::Result<ExitCode> {
         println!("{}: {} ({} points{})", name, s.title, plan.len(), if a.quick { ", quick" } else { "" });
     }
     let (bar, observe) = super::sweep_progress(a.quiet);
-    let opts = ExecOptions { jobs: a.jobs.unwrap_or_else(super::cores), shard: Shard::ALL, observer: Some(&observe) };
+    let opts = ExecOptions {
+        jobs: a.jobs.unwrap_or_else(super::cores),
+        shard: Shard::ALL,
+        observer: Some(&observe),
+        stop: Some(daqnet_evb::launcher::interrupted()),
+    };
     let t0 = std::time::Instant::now();
     let done = sweep::execute(&plan, &out, opts, &super::sim_point(plan.per_event))?;
     bar.finish_and_clear();

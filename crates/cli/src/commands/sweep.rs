@@ -93,14 +93,29 @@ pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
     let plan = SweepPlan::single(&file, sets, axes, a.repeat, a.per_event);
     let out = a.out.unwrap_or_else(|| Path::new("out/sweep").join(file.file_stem().unwrap_or_default()));
     let (bar, observe) = super::sweep_progress(a.quiet);
-    let opts = ExecOptions { jobs: a.jobs.unwrap_or_else(super::cores), shard, observer: Some(&observe) };
+    let opts = ExecOptions {
+        jobs: a.jobs.unwrap_or_else(super::cores),
+        shard,
+        observer: Some(&observe),
+        stop: Some(daqnet_evb::launcher::interrupted()),
+    };
     let done = sweep::execute(&plan, &out, opts, &super::sim_point(plan.per_event))?;
     bar.finish_and_clear();
     finish(&done, &out, a.quiet)
 }
 
-/// Prints what a sweep did and a compact view of its table; non-zero exit if points failed.
+/// Prints what a sweep did and a compact view of its table; non-zero exit if points failed or
+/// the sweep was interrupted.
 pub fn finish(done: &Executed, out: &Path, quiet: bool) -> anyhow::Result<ExitCode> {
+    if done.interrupted {
+        eprintln!(
+            "interrupted: {} points finished now, {} rows in {}; run the same command again to resume",
+            done.ran,
+            done.rows,
+            done.table.display()
+        );
+        return Ok(ExitCode::from(130));
+    }
     if !quiet {
         print!("{}", overview(&Table::read(&done.table)?));
         println!(

@@ -96,6 +96,14 @@ fn default_name(file: &Path) -> String {
     }
 }
 
+/// Removes leftovers of crashed or killed runs, saying which.
+fn clear_leftovers() -> anyhow::Result<()> {
+    for (id, why) in lifecycle::remove_leftovers()? {
+        eprintln!("removed the leftover testbed {id}: {why}");
+    }
+    Ok(())
+}
+
 /// Runs the verb.
 pub fn run(a: TestbedArgs) -> anyhow::Result<ExitCode> {
     match a.command {
@@ -103,6 +111,8 @@ pub fn run(a: TestbedArgs) -> anyhow::Result<ExitCode> {
             let sc = super::load_run_scenario(&u.file, &u.set)?;
             let id = u.name.unwrap_or_else(|| default_name(&u.file));
             let p = TestbedPlan::checked(&sc, &id, &u.file.display().to_string())?;
+            lifecycle::check_prerequisites()?;
+            clear_leftovers()?;
             match lifecycle::up(&p, None, &u.file.display().to_string())? {
                 Up::Built(s) => println!("testbed {id}: up in {s:.1} s, {} namespaces", p.namespaces().len()),
                 Up::AlreadyUp => println!("testbed {id}: already up"),
@@ -124,6 +134,7 @@ pub fn run(a: TestbedArgs) -> anyhow::Result<ExitCode> {
         }
         TestbedCommand::Down(d) => {
             lifecycle::check_prerequisites()?;
+            clear_leftovers()?;
             let ids: Vec<String> = if d.all {
                 lifecycle::list().into_iter().map(|(id, _)| id).collect()
             } else {
@@ -144,14 +155,13 @@ pub fn run(a: TestbedArgs) -> anyhow::Result<ExitCode> {
                 println!("no testbeds");
             }
             for (id, state) in all {
-                match state {
-                    Some(s) => println!(
-                        "{id}: {} ({})",
-                        s.scenario,
-                        s.owner_pid.map_or("up until `daqnet testbed down`".into(), |p| format!("owned by pid {p}"))
-                    ),
-                    None => println!("{id}: no state file (a leftover; the next `up` removes it)"),
-                }
+                let what = state.as_ref().map_or(String::new(), |s| format!("{}: ", s.scenario));
+                let status = match (lifecycle::leftover(&state), state.and_then(|s| s.owner_pid)) {
+                    (Some(why), _) => format!("leftover: {why}; the next `daqnet testbed up` or `down` removes it"),
+                    (None, Some(pid)) => format!("running, owned by pid {pid}"),
+                    (None, None) => "up until `daqnet testbed down`".into(),
+                };
+                println!("{id}: {what}{status}");
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -159,12 +169,16 @@ pub fn run(a: TestbedArgs) -> anyhow::Result<ExitCode> {
             let sc = r.scenario.load_run()?;
             TestbedPlan::checked(&sc, "check", &r.scenario.origin())?;
             lifecycle::check_prerequisites()?;
+            // From here Ctrl-C stops the run and removes the testbed instead of killing us.
+            let stop = daqnet_evb::launcher::interrupted();
+            clear_leftovers()?;
             let opts = TestbedRunOptions {
                 exe: std::env::current_exe()?,
                 origin: r.scenario.origin(),
                 out: r.out.clone(),
                 per_event: r.per_event,
                 quiet: r.quiet,
+                stop: Some(stop),
             };
             let done = match daqnet_testbed::run::run(&sc, &opts) {
                 Ok(d) => d,
@@ -187,6 +201,10 @@ pub fn run(a: TestbedArgs) -> anyhow::Result<ExitCode> {
                     r.out.join("report.json").display(),
                     SAMPLE_INTERVAL.as_millis()
                 );
+            }
+            if done.report.interrupted {
+                eprintln!("interrupted: the testbed has been removed; the report covers the run until then");
+                return Ok(ExitCode::from(130));
             }
             Ok(ExitCode::from(done.exit_code.clamp(0, 255) as u8))
         }

@@ -61,6 +61,7 @@ fn testbed_point(scratch: PathBuf) -> impl Fn(&Point) -> anyhow::Result<PointOut
             out: out.clone(),
             per_event: false,
             quiet: true,
+            stop: Some(daqnet_evb::launcher::interrupted()),
         };
         let done = daqnet_testbed::run::run(&p.scenario, &opts)?;
         let _ = std::fs::remove_dir_all(&out);
@@ -123,7 +124,8 @@ pub fn run(a: ValidateArgs) -> anyhow::Result<ExitCode> {
     let out = a.out.clone().unwrap_or_else(|| Path::new("out/validate").join(file.file_stem().unwrap_or_default()));
     let (tb_dir, sim_dir) = (out.join("testbed"), out.join("sim"));
     let (bar, observe) = super::sweep_progress(a.quiet);
-    let one = ExecOptions { jobs: 1, shard: Shard::ALL, observer: Some(&observe) };
+    let stop = Some(daqnet_evb::launcher::interrupted());
+    let one = ExecOptions { jobs: 1, shard: Shard::ALL, observer: Some(&observe), stop };
     if !a.quiet {
         eprintln!("testbed: {} runs, one at a time", plan.len());
     }
@@ -131,7 +133,7 @@ pub fn run(a: ValidateArgs) -> anyhow::Result<ExitCode> {
     bar.finish_and_clear();
     let _ = std::fs::remove_dir_all(out.join("scratch"));
     let (bar, observe) = super::sweep_progress(a.quiet);
-    let all = ExecOptions { jobs: super::cores(), shard: Shard::ALL, observer: Some(&observe) };
+    let all = ExecOptions { jobs: super::cores(), shard: Shard::ALL, observer: Some(&observe), stop };
     let sim = sweep::execute(&plan, &sim_dir, all, &super::sim_point(false))?;
     bar.finish_and_clear();
     for (side, done, dir) in [("testbed", &tb, &tb_dir), ("sim", &sim, &sim_dir)] {

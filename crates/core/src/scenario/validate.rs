@@ -40,6 +40,10 @@ fn buffer(p: &mut Problems, field: &str, b: &BufferConfig, mtu_frame: u64) {
     }
 }
 
+/// The largest `deploy.max_frame_bytes` accepted: 1 GiB. Each connection may hold one frame
+/// this large in memory while it arrives.
+const MAX_FRAME_BYTES: u64 = 1 << 30;
+
 impl Scenario {
     /// All semantic problems of this scenario as (field, message) pairs; empty when it is valid.
     /// Call after [`Scenario::with_defaults`].
@@ -209,10 +213,11 @@ impl Scenario {
         let frame = unit + 24 * self.system.fragments_per_unit as u64 + 40;
         need(
             &mut p,
-            (4096..=1 << 31).contains(&d.max_frame_bytes) && d.max_frame_bytes >= frame,
+            (4096..=MAX_FRAME_BYTES).contains(&d.max_frame_bytes) && d.max_frame_bytes >= frame,
             "deploy.max_frame_bytes",
             format!(
-                "is {}; must be in 4 KiB ..= 2 GiB and hold one readout unit's response ({frame} bytes at nominal sizes)",
+                "is {}; must be in 4 KiB ..= 1 GiB and hold one readout unit's response ({frame} bytes at nominal \
+                 sizes). The cap: a connection may hold one frame of this size in memory while it arrives",
                 d.max_frame_bytes
             ),
         );

@@ -10,8 +10,8 @@ pub mod collector;
 pub mod readout;
 pub mod supervisor;
 
-use crate::net::link::{connect_until, first_message, spawn_reader, spawn_writer, Sender};
-use crate::net::transport::{from_deploy, BoxRead, Conn, Listener, Transport};
+use crate::net::link::{connect_until, first_message, spawn_link, Sender};
+use crate::net::transport::{from_deploy, Conn, Listener, Transport};
 use crate::role::RoleId;
 use crate::wire::{FrameDecoder, Message};
 use bytes::BytesMut;
@@ -120,20 +120,35 @@ impl Setup {
         Message::Hello { role: self.me, run: self.run_id, listen }
     }
 
-    /// Connects to `addr` (retrying while it refuses, until the start-up deadline) and says
-    /// hello, giving the address this role listens on (empty if none). Returns the connection's
-    /// writer, its task and the reading half.
-    async fn dial(
+    /// Connects to `addr` (retrying while it refuses, until the start-up deadline), starts the
+    /// link ([`Setup::link`]) and says hello, giving the address this role listens on (empty
+    /// if none).
+    async fn dial<E, F>(
         &self,
-        addr: &str,
-        who: &str,
+        (addr, who): (&str, &str),
         deadline: Instant,
         listen: String,
-    ) -> anyhow::Result<(Sender, JoinHandle<()>, BoxRead)> {
+        events: UnboundedSender<E>,
+        map: F,
+    ) -> anyhow::Result<(Sender, JoinHandle<()>)>
+    where
+        E: Send + 'static,
+        F: FnMut(Result<Message, String>) -> Option<E> + Send + 'static,
+    {
         let c = connect_until(&*self.transport, addr, deadline, who).await?;
-        let (w, task) = spawn_writer(c.write, self.heartbeat);
+        let (w, task) = self.link(c, BytesMut::new(), events, map);
         w.send(&self.hello(listen));
-        Ok((w, task, c.read))
+        Ok((w, task))
+    }
+
+    /// Starts a connection's writer and reader ([`spawn_link`]): what the peer says goes
+    /// through `map` to the role's loop, and so does the end of the connection.
+    fn link<E, F>(&self, c: Conn, pending: BytesMut, events: UnboundedSender<E>, map: F) -> (Sender, JoinHandle<()>)
+    where
+        E: Send + 'static,
+        F: FnMut(Result<Message, String>) -> Option<E> + Send + 'static,
+    {
+        spawn_link(c, pending, self.decoder.clone(), (self.heartbeat, self.peer_timeout), events, map)
     }
 
     /// Accepts connections on `listener` until the process ends. Each must open with a hello of
@@ -171,14 +186,6 @@ impl Setup {
                 }
             });
         }));
-    }
-
-    fn reader<E, F>(&self, r: BoxRead, pending: BytesMut, events: UnboundedSender<E>, map: F)
-    where
-        E: Send + 'static,
-        F: FnMut(Result<Message, String>) -> Option<E> + Send + 'static,
-    {
-        spawn_reader(r, self.decoder.clone(), self.peer_timeout, pending, events, map);
     }
 }
 

@@ -80,7 +80,7 @@ impl FragmentHeader {
             index: b.get_u32_le(),
             size: b.get_u32_le(),
         };
-        b.advance(4);
+        reserved(b.get_u32_le(), "fragment header")?;
         Ok(h)
     }
 }
@@ -198,6 +198,14 @@ impl std::error::Error for WireError {}
 fn need(b: &Bytes, n: usize, what: &str) -> Result<(), WireError> {
     if b.remaining() < n {
         return Err(WireError(format!("{what}: {} bytes left, {n} needed", b.remaining())));
+    }
+    Ok(())
+}
+
+/// Reserved bytes must be zero: a bit flipped there is corruption like any other.
+fn reserved(v: u32, what: &str) -> Result<(), WireError> {
+    if v != 0 {
+        return Err(WireError(format!("{what}: reserved bytes are {v:#x}, must be 0")));
     }
     Ok(())
 }
@@ -373,7 +381,7 @@ impl Message {
                     node: NodeId(b.get_u32_le()),
                     fragments: b.get_u32_le(),
                     bytes: {
-                        b.advance(4);
+                        reserved(b.get_u32_le(), "response head")?;
                         b.get_u64_le()
                     },
                 };

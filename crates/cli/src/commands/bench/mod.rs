@@ -148,7 +148,7 @@ fn bench_sweep(a: &BenchArgs) -> anyhow::Result<()> {
     let time = |jobs: usize| -> anyhow::Result<f64> {
         let out = std::env::temp_dir().join(format!("daqnet-bench-sweep-{}-{jobs}", std::process::id()));
         let _ = std::fs::remove_dir_all(&out);
-        let opts = ExecOptions { jobs, shard: Shard::ALL, observer: None };
+        let opts = ExecOptions { jobs, shard: Shard::ALL, observer: None, stop: None };
         let t = Instant::now();
         let done = sweep::execute(&plan, &out, opts, &super::sim_point(false))?;
         let wall = t.elapsed().as_secs_f64();

@@ -11,7 +11,6 @@ use crate::net::link::Sender;
 use crate::role::RoleId;
 use crate::wire::Message;
 use anyhow::{anyhow, bail};
-use bytes::BytesMut;
 use daqnet_core::workload::FragmentSizes;
 use daqnet_core::{NodeId, ReadoutId, Scenario};
 use state::{CollectorState, Input, Output};
@@ -77,16 +76,16 @@ pub async fn run(sc: &Scenario, opts: CollectorOptions) -> anyhow::Result<()> {
     let setup = Setup::new(sc, me);
     let (tx, mut rx) = unbounded_channel::<Ev>();
     let deadline = Instant::now() + setup.startup;
-    let (sup, sup_task, read) = setup
-        .dial(&opts.supervisor, "the supervisor", deadline, String::new())
-        .await
-        .map_err(|e| anyhow!("{me}: {e}"))?;
-    setup.reader(read, BytesMut::new(), tx.clone(), |m| {
+    let to_events = |m: Result<Message, String>| {
         Some(match m {
             Ok(m) => Ev::In(Input::Supervisor(m)),
             Err(e) => Ev::SupervisorLost(e),
         })
-    });
+    };
+    let (sup, sup_task) = setup
+        .dial((&opts.supervisor, "the supervisor"), deadline, String::new(), tx.clone(), to_events)
+        .await
+        .map_err(|e| anyhow!("{me}: {e}"))?;
     let addrs = peers(sc, me, &mut rx, deadline).await?;
     let outstanding = Arc::new(AtomicU64::new(0));
     let mut links = Links { supervisor: sup, readouts: Vec::new(), tasks: Vec::new() };
@@ -134,29 +133,14 @@ async fn connect_readouts(
     outstanding: &Arc<AtomicU64>,
     links: &mut Links,
 ) -> anyhow::Result<()> {
-    let mut dials = JoinSet::new();
-    for (r, addr) in addrs.into_iter().enumerate() {
-        let setup = setup.clone();
-        dials.spawn(async move {
-            let r = ReadoutId(r as u32);
-            (r, setup.dial(&addr, &RoleId::Readout(r).to_string(), deadline, String::new()).await)
-        });
-    }
-    links.readouts = vec![None; sc.system.readout_units as usize];
     let RoleId::Collector(node) = setup.me else { unreachable!("a collector's setup") };
     let sizes = FragmentSizes::new(sc.system.fragment_size.clone(), sc.run.seed, sc.system.fragments_per_unit);
-    while let Some(j) = dials.join_next().await {
-        let (r, dialed) = j.map_err(|e| anyhow!("{e}"))?;
-        let (w, task, read) = dialed.map_err(|e| {
-            let detail = e.to_string();
-            let fault =
-                Message::Fault { culprit: RoleId::Readout(r), fatal: true, event: None, detail: detail.clone() };
-            links.supervisor.send(&fault);
-            anyhow!(detail)
-        })?;
+    let mut dials = JoinSet::new();
+    for (r, addr) in addrs.into_iter().enumerate() {
+        let (setup, tx, r) = (setup.clone(), tx.clone(), ReadoutId(r as u32));
         let (seed, sizes, outstanding, check) =
             (sc.run.seed, sizes.clone(), outstanding.clone(), sc.deploy.verify_payload);
-        setup.reader(read, BytesMut::new(), tx.clone(), move |m| {
+        let to_events = move |m: Result<Message, String>| {
             Some(Ev::In(match m {
                 Ok(Message::Response(head, body)) => {
                     // Counted at the socket, before the credit pool hears of it.
@@ -168,7 +152,22 @@ async fn connect_readouts(
                 Ok(m) => Input::ReadoutMessage(r, m),
                 Err(e) => Input::ReadoutLost(r, e),
             }))
+        };
+        dials.spawn(async move {
+            let who = RoleId::Readout(r).to_string();
+            (r, setup.dial((&addr, &who), deadline, String::new(), tx, to_events).await)
         });
+    }
+    links.readouts = vec![None; sc.system.readout_units as usize];
+    while let Some(j) = dials.join_next().await {
+        let (r, dialed) = j.map_err(|e| anyhow!("{e}"))?;
+        let (w, task) = dialed.map_err(|e| {
+            let detail = e.to_string();
+            let fault =
+                Message::Fault { culprit: RoleId::Readout(r), fatal: true, event: None, detail: detail.clone() };
+            links.supervisor.send(&fault);
+            anyhow!(detail)
+        })?;
         links.readouts[r.index()] = Some(w);
         links.tasks.push(task);
     }

@@ -134,6 +134,31 @@ mod tests {
         (head, body.freeze(), sizes)
     }
 
+    proptest::proptest! {
+        /// Whatever happens to a response on the way — a bit flipped anywhere in its fragments,
+        /// a cut anywhere, another event's data, bytes from nowhere — verification never panics
+        /// and never counts every fragment good.
+        #[test]
+        fn no_corruption_passes_verification(
+            event in 0u64..500,
+            at in proptest::prelude::any::<proptest::sample::Index>(),
+            bit in 0u8..8,
+            garbage in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600),
+        ) {
+            let (head, body, sizes) = response(event, false);
+            let all_good = |v: &Verdict| v.good == 12 && v.bad == 0 && v.problem.is_none();
+            proptest::prop_assert!(all_good(&verify(9, &sizes, N1, R3, &head, body.clone(), true)));
+            let mut flipped = body.to_vec();
+            flipped[at.index(body.len())] ^= 1 << bit;
+            proptest::prop_assert!(!all_good(&verify(9, &sizes, N1, R3, &head, Bytes::from(flipped), true)));
+            let cut = body.slice(..at.index(body.len()));
+            proptest::prop_assert!(!all_good(&verify(9, &sizes, N1, R3, &head, cut, true)));
+            let (_, other, _) = response(event + 1, false);
+            proptest::prop_assert!(!all_good(&verify(9, &sizes, N1, R3, &head, other, true)));
+            proptest::prop_assert!(!all_good(&verify(9, &sizes, N1, R3, &head, Bytes::from(garbage), true)));
+        }
+    }
+
     #[test]
     fn a_generated_response_verifies() {
         let (head, body, sizes) = response(40, false);

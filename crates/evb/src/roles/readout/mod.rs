@@ -11,8 +11,8 @@ pub(crate) use buffer::generate;
 use super::{ms, wake_at, Joined, Setup};
 use crate::net::link::Sender;
 use crate::role::RoleId;
+use crate::wire::Message;
 use anyhow::{anyhow, bail, Context};
-use bytes::BytesMut;
 use daqnet_core::{EventId, Nanos, NodeId, ReadoutId, Scenario};
 use state::{Input, Output, ReadoutState};
 use std::collections::HashMap;
@@ -54,16 +54,16 @@ pub async fn run(sc: &Scenario, opts: ReadoutOptions) -> anyhow::Result<()> {
     let listener = setup.transport.listen(listen).await.with_context(|| format!("{me}: cannot listen on {listen}"))?;
     let (tx, mut rx) = unbounded_channel::<Ev>();
     let deadline = Instant::now() + setup.startup;
-    let (sup, sup_task, read) = setup
-        .dial(&opts.supervisor, "the supervisor", deadline, listener.local_addr())
-        .await
-        .map_err(|e| anyhow!("{me}: {e}"))?;
-    setup.reader(read, BytesMut::new(), tx.clone(), |m| {
+    let to_events = |m: Result<Message, String>| {
         Some(match m {
             Ok(m) => Ev::In(Input::Supervisor(m)),
             Err(e) => Ev::SupervisorLost(e),
         })
-    });
+    };
+    let (sup, sup_task) = setup
+        .dial((&opts.supervisor, "the supervisor"), deadline, listener.local_addr(), tx.clone(), to_events)
+        .await
+        .map_err(|e| anyhow!("{me}: {e}"))?;
     // Collectors connect and say which node they are.
     setup.accept_hellos(listener, tx.clone(), Ev::Joined);
     let mut state = ReadoutState::new(sc, opts.index, opts.corrupt_events.clone());
@@ -142,8 +142,7 @@ fn join(setup: &Setup, state: &mut ReadoutState, links: &mut Links, tx: &Unbound
         eprintln!("{me}: refused the connection from {}: {why}", j.conn.peer);
         return;
     }
-    let (sender, task) = crate::net::link::spawn_writer(j.conn.write, setup.heartbeat);
-    setup.reader(j.conn.read, j.rest, tx.clone(), move |m| {
+    let (sender, task) = setup.link(j.conn, j.rest, tx.clone(), move |m| {
         Some(Ev::In(match m {
             Ok(m) => Input::Collector(node, m),
             Err(_) => Input::CollectorLost(node),

@@ -8,7 +8,7 @@ pub mod tally;
 
 use super::{every, ms, wake_at, Joined, Setup};
 use crate::metrics::Metrics;
-use crate::net::link::{spawn_writer, Sender};
+use crate::net::link::Sender;
 use crate::role::{RoleId, SupervisorLine};
 use crate::wire::Message;
 use anyhow::Context;
@@ -18,6 +18,7 @@ use registry::Registry;
 use state::{Input, Output, Progress, RunState};
 use std::collections::HashMap;
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tally::{Fault, RunTally};
@@ -41,8 +42,8 @@ pub struct SupervisorOptions {
     pub metrics: Option<String>,
     /// Run for this long instead of a number of events.
     pub duration: Option<Duration>,
-    /// Keep per-event records.
-    pub per_event: bool,
+    /// Write a row per built event to this CSV file as events are built.
+    pub per_event: Option<PathBuf>,
     /// Called every 100 ms with where the run stands (a progress display).
     pub progress: Option<OnProgress>,
 }
@@ -52,8 +53,6 @@ pub struct SupervisorOptions {
 pub struct Outcome {
     /// The run report.
     pub report: RunReport,
-    /// Per-event records (empty unless asked for).
-    pub events: Vec<EventRecord>,
 }
 
 impl Outcome {
@@ -76,13 +75,46 @@ enum Ev {
 
 type Links = HashMap<RoleId, Sender>;
 
-fn send(links: &Links, o: Output) {
-    match o {
-        Output::To(role, m) => {
-            if let Some(l) = links.get(&role) {
-                l.send(&m);
+/// Rows of `events.csv`, written as events are built.
+struct Rows(Option<std::io::BufWriter<std::fs::File>>);
+
+impl Rows {
+    fn open(path: Option<&PathBuf>) -> anyhow::Result<Rows> {
+        let Some(path) = path else { return Ok(Rows(None)) };
+        let f = std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+        let mut w = std::io::BufWriter::new(f);
+        writeln!(w, "{}", EventRecord::CSV_HEADER)?;
+        Ok(Rows(Some(w)))
+    }
+
+    fn write(&mut self, r: &EventRecord) {
+        if let Some(w) = &mut self.0 {
+            if let Err(e) = writeln!(w, "{}", r.csv_row()) {
+                eprintln!("supervisor: cannot write the per-event records ({e}); no more are written");
+                self.0 = None;
             }
         }
+    }
+}
+
+impl Drop for Rows {
+    fn drop(&mut self) {
+        if let Some(w) = &mut self.0 {
+            let _ = w.flush();
+        }
+    }
+}
+
+fn to(links: &Links, role: RoleId, m: &Message) {
+    if let Some(l) = links.get(&role) {
+        l.send(m);
+    }
+}
+
+fn send(links: &Links, rows: &mut Rows, o: Output) {
+    match o {
+        Output::Record(r) => rows.write(&r),
+        Output::To(role, m) => to(links, role, &m),
         Output::Readouts(m) => links.iter().filter(|(r, _)| matches!(r, RoleId::Readout(_))).for_each(|(_, l)| {
             l.send(&m);
         }),
@@ -117,13 +149,17 @@ pub async fn run(sc: &Scenario, mut opts: SupervisorOptions) -> anyhow::Result<O
     every(ms(100), &tx, || Ev::Tick);
     spawn_interrupts(&tx);
     let mut links = Links::new();
+    let mut rows = Rows::open(opts.per_event.as_ref())?;
     if let Err(f) = startup(&setup, sc, &mut rx, &tx, &mut links).await {
         stop_all(&links);
-        let mut tally = RunTally::new(sc.layout(), sc.run.warmup_events, false, setup.now());
-        tally.on_fault(f, setup.now());
-        return Ok(tally.finish(sc, &opts.origin, 0, Some(sc.run.events), setup.epoch.elapsed().as_secs_f64()));
+        let mut tally = RunTally::new(sc.layout(), sc.run.warmup_events, setup.now());
+        let interrupted = f.is_none();
+        f.into_iter().for_each(|f| tally.on_fault(f, setup.now()));
+        let mut o = tally.finish(sc, &opts.origin, 0, Some(sc.run.events), setup.epoch.elapsed().as_secs_f64());
+        o.report.interrupted = interrupted;
+        return Ok(o);
     }
-    let mut state = conduct(&setup, sc, &mut opts, &mut rx, &tx, &mut links, metrics).await;
+    let mut state = conduct(&setup, (sc, &mut opts), &mut rx, &tx, (&mut links, &mut rows), metrics).await;
     shutdown(&mut state, &mut rx, &links).await;
     Ok(state.finish(sc, &opts.origin, setup.epoch.elapsed().as_secs_f64()))
 }
@@ -148,22 +184,18 @@ fn stop_all(links: &Links) {
 
 /// Registers every role, sends the collectors the readout units' addresses, and waits until
 /// every collector has reached every readout unit. A failure is returned as the fault that
-/// ends the run.
+/// ends the run; an interruption as none.
 async fn startup(
     setup: &Setup,
     sc: &Scenario,
     rx: &mut UnboundedReceiver<Ev>,
     tx: &UnboundedSender<Ev>,
     links: &mut Links,
-) -> Result<(), Fault> {
+) -> Result<(), Option<Fault>> {
     let mut reg = Registry::new(sc.layout());
     let deadline = Instant::now() + setup.startup;
-    let failed = |culprit: RoleId, noticed_by: RoleId, reason: String| Fault {
-        culprit,
-        noticed_by,
-        reason: format!("start-up {reason}"),
-        events: vec![],
-        fatal: true,
+    let failed = |culprit: RoleId, noticed_by: RoleId, reason: String| {
+        Some(Fault { culprit, noticed_by, reason: format!("start-up {reason}"), events: vec![], fatal: true })
     };
     while !reg.complete() {
         let Ok(ev) = tokio::time::timeout_at(deadline, rx.recv()).await else {
@@ -178,7 +210,7 @@ async fn startup(
                     links.insert(j.role, connect(setup, j, tx));
                     if let Some(peers) = reg.take_peers() {
                         let to_collectors = sc.layout().all_nodes().map(RoleId::Collector);
-                        to_collectors.for_each(|c| send(links, Output::To(c, Message::Peers(peers.clone()))));
+                        to_collectors.for_each(|c| to(links, c, &Message::Peers(peers.clone())));
                     }
                 }
                 Err(refusal) => eprintln!("supervisor: refused the connection from {}: {refusal}", j.conn.peer),
@@ -191,7 +223,7 @@ async fn startup(
             Ev::Msg(_, Message::Status(_)) => {}
             Ev::Msg(p, m) => eprintln!("supervisor: ignored {m:?} from {p} during start-up"),
             Ev::Lost(p, e) => return Err(failed(p, RoleId::Supervisor, format!("failed: {p} left: {e}"))),
-            Ev::Interrupt => return Err(failed(RoleId::Supervisor, RoleId::Supervisor, "interrupted".into())),
+            Ev::Interrupt => return Err(None),
             Ev::Tick | Ev::Trigger => {}
         }
     }
@@ -201,8 +233,7 @@ async fn startup(
 /// The link to a role that joined: its writer, and a reader that turns what it says into events.
 fn connect(setup: &Setup, j: Joined, tx: &UnboundedSender<Ev>) -> Sender {
     let role = j.role;
-    let (w, _) = spawn_writer(j.conn.write, setup.heartbeat);
-    setup.reader(j.conn.read, j.rest, tx.clone(), move |m| {
+    let (w, _) = setup.link(j.conn, j.rest, tx.clone(), move |m| {
         Some(match m {
             Ok(m) => Ev::Msg(role, m),
             Err(e) => Ev::Lost(role, e),
@@ -214,18 +245,24 @@ fn connect(setup: &Setup, j: Joined, tx: &UnboundedSender<Ev>) -> Sender {
 /// The run: feeds events to the [`RunState`] and sends what it asks, until it is over.
 async fn conduct(
     setup: &Setup,
-    sc: &Scenario,
-    opts: &mut SupervisorOptions,
+    (sc, opts): (&Scenario, &mut SupervisorOptions),
     rx: &mut UnboundedReceiver<Ev>,
     tx: &UnboundedSender<Ev>,
-    links: &mut Links,
+    (links, rows): (&mut Links, &mut Rows),
     metrics: Arc<Metrics>,
 ) -> RunState {
-    let mut state = RunState::new(sc, setup.now(), opts.duration, opts.per_event, metrics);
+    let mut state = RunState::new(sc, setup.now(), opts.duration, opts.per_event.is_some(), metrics);
     let mut armed = None;
+    // A launched supervisor reparented since it started has lost its launcher: its death
+    // signal, and the other roles' (their connections close), are on their way.
+    // SAFETY: getppid has no preconditions.
+    let parent = unsafe { libc::getppid() };
+    let launched = opts.launched;
+    let orphaned = || launched && unsafe { libc::getppid() } != parent;
+    let mut launcher_lost = false;
     loop {
         while let Some(o) = state.poll() {
-            send(links, o);
+            send(links, rows, o);
         }
         if state.over() {
             return state;
@@ -242,7 +279,16 @@ async fn conduct(
             Ev::Msg(p, m) => Input::Msg(p, m),
             Ev::Lost(p, e) => {
                 links.remove(&p);
-                Input::Lost(p, e)
+                if !launcher_lost && orphaned() {
+                    launcher_lost = true;
+                    Input::LauncherLost
+                } else {
+                    Input::Lost(p, e)
+                }
+            }
+            Ev::Interrupt if !launcher_lost && orphaned() => {
+                launcher_lost = true;
+                Input::LauncherLost
             }
             Ev::Tick => {
                 tell_progress(opts, &state.progress());

@@ -8,6 +8,7 @@ use crate::metrics::{Metrics, NodeLabel};
 use crate::role::RoleId;
 use crate::wire::Message;
 use daqnet_core::dataflow::{startup_order, Supervisor};
+use daqnet_core::report::EventRecord;
 use daqnet_core::{Layout, Nanos, NodeId, Scenario, NS_PER_S};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -26,6 +27,8 @@ pub enum Input {
     Trigger,
     /// The user asked the run to stop (SIGINT, SIGTERM).
     Interrupt,
+    /// The launcher that started this supervisor died (its death signal arrived).
+    LauncherLost,
 }
 
 /// What the supervisor sends.
@@ -35,6 +38,8 @@ pub enum Output {
     To(RoleId, Message),
     /// A message to every readout unit.
     Readouts(Message),
+    /// A built event's row for `events.csv` (with per-event records on).
+    Record(EventRecord),
 }
 
 /// Where the run stands, for a progress display.
@@ -68,6 +73,8 @@ pub struct RunState {
     end_at: Option<Nanos>,
     assigning: bool,
     interrupted: bool,
+    per_event: bool,
+    warmup: u64,
     stall: Nanos,
     window: VecDeque<(Nanos, u64, u64)>,
     out: VecDeque<Output>,
@@ -99,12 +106,14 @@ impl RunState {
         let mut s = RunState {
             layout,
             sup,
-            tally: RunTally::new(layout, sc.run.warmup_events, per_event, t0),
+            tally: RunTally::new(layout, sc.run.warmup_events, t0),
             metrics,
             total,
             end_at: duration.map(|d| t0 + d.as_nanos() as Nanos),
             assigning: true,
             interrupted: false,
+            per_event,
+            warmup: sc.run.warmup_events,
             // A stuck run: nothing finished for ten peer timeouts (at least 10 s).
             stall: 10 * sc.deploy.peer_timeout_ms.max(1000) * 1_000_000,
             window: VecDeque::new(),
@@ -134,6 +143,11 @@ impl RunState {
                 self.interrupted = true;
                 self.assigning = false;
             }
+            Input::LauncherLost => {
+                self.tally.on_launcher_lost(now);
+                self.interrupted = true;
+                self.assigning = false;
+            }
         }
         if self.end_at.is_some_and(|e| now >= e) && self.assigning {
             self.assigning = false;
@@ -152,6 +166,9 @@ impl RunState {
                     self.metrics.events_built.inc();
                     self.metrics.payload_bytes.inc_by(t.bytes);
                     self.metrics.latency_seconds.observe((t.done - t.started) as f64 / 1e9);
+                    if self.per_event {
+                        self.out.push_back(Output::Record(t.record(self.warmup)));
+                    }
                 }
             }
             Message::Done(event) => {

@@ -5,7 +5,7 @@
 use super::Outcome;
 use crate::role::RoleId;
 use crate::wire::CollectorStatus;
-use daqnet_core::report::{EventRecord, FaultRecord, Measure, NodeStats, NotBuilt, RunReport, Track};
+use daqnet_core::report::{FaultRecord, Measure, NodeStats, NotBuilt, RunReport, Track};
 use daqnet_core::scenario::Credits;
 use daqnet_core::{EventId, Layout, Nanos, NodeId, PuId, Scenario, NS_PER_S};
 use std::collections::BTreeMap;
@@ -54,8 +54,7 @@ pub struct RunTally {
     t0: Nanos,
     in_flight: BTreeMap<EventId, InFlight>,
     measure: Measure,
-    records: Option<Vec<EventRecord>>,
-    corrupt: Vec<EventId>,
+    corrupt: u64,
     faults: Vec<FaultRecord>,
     fatal: Option<usize>,
     statuses: Vec<CollectorStatus>,
@@ -66,16 +65,16 @@ pub struct RunTally {
 }
 
 impl RunTally {
-    /// Nothing yet; the run started at `t0`. `per_event`: keep a row per built event.
-    pub fn new(layout: Layout, warmup: u64, per_event: bool, t0: Nanos) -> Self {
+    /// Nothing yet; the run started at `t0`. Memory stays bounded by the events in flight,
+    /// however long the run: built events are summarised as they come ([`Measure::bounded`]).
+    pub fn new(layout: Layout, warmup: u64, t0: Nanos) -> Self {
         RunTally {
             layout,
             warmup,
             t0,
             in_flight: BTreeMap::new(),
-            measure: Measure::new(warmup),
-            records: per_event.then(Vec::new),
-            corrupt: Vec::new(),
+            measure: Measure::bounded(warmup),
+            corrupt: 0,
             faults: Vec::new(),
             fatal: None,
             statuses: vec![CollectorStatus::default(); layout.nodes() as usize],
@@ -111,7 +110,7 @@ impl RunTally {
         self.finished += 1;
         self.last_progress = now;
         if b.corrupt_fragments > 0 {
-            self.corrupt.push(b.event);
+            self.corrupt += (b.event.0 >= self.warmup) as u64;
             return None;
         }
         let (rel, done) = (|t: Nanos| t.saturating_sub(self.t0), now.saturating_sub(self.t0));
@@ -125,9 +124,6 @@ impl RunTally {
             bytes: b.bytes,
         };
         self.measure.record(&track);
-        if let Some(r) = &mut self.records {
-            r.push(track.record(self.warmup));
-        }
         self.built += 1;
         self.bytes += b.bytes;
         Some(track)
@@ -145,6 +141,17 @@ impl RunTally {
         if f.fatal && self.fatal.is_none() {
             self.fatal = Some(self.faults.len() - 1);
         }
+    }
+
+    /// The launcher that owns the run died at `now`: the supervisor stops the run.
+    pub fn on_launcher_lost(&mut self, now: Nanos) {
+        self.faults.push(FaultRecord {
+            at_s: now.saturating_sub(self.t0) as f64 / NS_PER_S as f64,
+            role: "launcher".into(),
+            noticed_by: RoleId::Supervisor.to_string(),
+            reason: "died (the supervisor got its death signal, PR_SET_PDEATHSIG); the run was stopped".into(),
+            lost_events: Vec::new(),
+        });
     }
 
     /// A collector's counters.
@@ -203,7 +210,7 @@ impl RunTally {
         }
         let measured = |e: &&EventId| e.0 >= warmup;
         let lost_in_flight = if self.faults.is_empty() { 0 } else { stranded.iter().filter(measured).count() };
-        let lost = (lost_in_flight + self.corrupt.iter().filter(measured).count()) as u64;
+        let lost = lost_in_flight as u64 + self.corrupt;
         let m = self.measure.finish();
         let target = target.unwrap_or(assigned.saturating_sub(warmup));
         let abandoned = target.saturating_sub(m.events_built + lost);
@@ -212,9 +219,7 @@ impl RunTally {
         report.wall_s = wall_s;
         report.nodes = node_stats(&self.statuses, sc.system.credits_per_node);
         report.faults = self.faults;
-        let mut events = self.records.unwrap_or_default();
-        events.sort_by_key(|r| r.event);
-        Outcome { report, events }
+        Outcome { report }
     }
 }
 
@@ -242,7 +247,7 @@ mod tests {
     use daqnet_core::NS_PER_MS;
 
     fn tally() -> RunTally {
-        RunTally::new(Layout::new(2, 2, 2), 1, true, 1000)
+        RunTally::new(Layout::new(2, 2, 2), 1, 1000)
     }
 
     fn built(event: u64, pu: u32) -> BuiltReport {
@@ -272,7 +277,6 @@ mod tests {
         let nb = &o.report.events_not_built;
         assert_eq!((o.report.events_built, nb.lost, nb.abandoned), (1, 1, 1), "event 3 never finished");
         assert_eq!(o.report.events_built + nb.lost + nb.abandoned, 3);
-        assert_eq!(o.events.len(), 2, "warm-up rows too");
     }
 
     #[test]
