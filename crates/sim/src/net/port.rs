@@ -136,6 +136,7 @@ impl Port {
     }
 
     /// Frees the bytes of frames whose transmission has ended by `now_ps`.
+    #[inline]
     fn drain(&mut self, now_ps: u64, pools: &mut BufferPools) {
         while let Some(&(end, bytes)) = self.queue.front() {
             if end > now_ps {

@@ -40,6 +40,7 @@ pub struct Seg {
 
 impl Seg {
     /// Its marks.
+    #[inline]
     pub fn marks(&self) -> Marks {
         self.marks
     }
@@ -63,63 +64,75 @@ impl Scoreboard {
     }
 
     /// Segments sent and not cumulatively acknowledged (Linux `packets_out`).
+    #[inline]
     pub fn packets_out(&self) -> u32 {
         self.rtx.len() as u32
     }
 
     /// SACKed segments, or duplicate ACKs without SACK (Linux `sacked_out`).
+    #[inline]
     pub fn sacked_out(&self) -> u32 {
         self.sacked_out
     }
 
     /// Segments marked lost (Linux `lost_out`).
+    #[inline]
     pub fn lost_out(&self) -> u32 {
         self.lost_out
     }
 
     /// Retransmissions in flight (Linux `retrans_out`).
+    #[inline]
     pub fn retrans_out(&self) -> u32 {
         self.retrans_out
     }
 
     /// Segments in the queue that were ever retransmitted.
+    #[inline]
     pub fn ever_retrans_out(&self) -> u32 {
         self.ever_retrans_out
     }
 
     /// Packets in flight as Linux counts them (`tcp_packets_in_flight`); `count_sacked` false
     /// leaves SACKed (or duplicate-ACKed) segments in flight.
+    #[inline]
     pub fn in_flight(&self, count_sacked: bool) -> u32 {
         let sacked = if count_sacked { self.sacked_out } else { 0 };
         self.packets_out() + self.retrans_out - sacked - self.lost_out
     }
 
     /// Whether a lost segment waits to be retransmitted.
+    #[inline]
     pub fn has_lost_to_resend(&self) -> bool {
         self.lost_out > self.retrans_out
     }
 
     /// The oldest segment.
+    #[inline]
     pub fn head(&self) -> Option<&Seg> {
         self.rtx.front()
     }
 
     /// The segment at position `i` from the head.
+    #[inline]
     pub fn seg(&self, i: usize) -> &Seg {
         &self.rtx[i]
     }
 
     /// Segments in the queue (same as [`Scoreboard::packets_out`]).
+    #[inline]
     pub fn len(&self) -> usize {
         self.rtx.len()
     }
 
     /// Whether nothing is outstanding.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.rtx.is_empty()
     }
 
     /// New data `[start, end)` went out at `now`.
+    #[inline]
     pub fn on_sent(&mut self, start: u64, end: u64, now: Nanos) {
         debug_assert!(self.rtx.back().is_none_or(|b| b.end == start), "segments are contiguous");
         self.rtx.push_back(Seg { start, end, sent_at: now, marks: Marks::default() });
@@ -128,6 +141,7 @@ impl Scoreboard {
 
     /// Retransmits the first lost segment whose retransmission is not in flight (Linux
     /// `tcp_xmit_retransmit_queue`), at `now`. Returns it.
+    #[inline]
     pub fn retransmit_next_lost(&mut self, now: Nanos) -> Option<Seg> {
         let seg = self.rtx.iter_mut().find(|s| s.marks.lost && !s.marks.retrans)?;
         if !seg.marks.ever_retrans {
@@ -160,6 +174,7 @@ impl Scoreboard {
     /// each (marks as they were). Returns how many. Without SACK, one of them is the segment
     /// the duplicate ACKs were about; the others leave the duplicate-ACK count (Linux
     /// `tcp_remove_reno_sacks`).
+    #[inline]
     pub fn ack(&mut self, ack: u64, mut acked: impl FnMut(&Seg)) -> u32 {
         let mut n = 0;
         while self.rtx.front().is_some_and(|s| s.end <= ack) {
@@ -190,6 +205,7 @@ impl Scoreboard {
     /// SACK block `[s, e)`: marks the segments inside it SACKed (no longer lost, no
     /// retransmission in flight), calling `newly` on each that was not SACKed before. Returns
     /// how many were new.
+    #[inline]
     pub fn sack_block(&mut self, s: u64, e: u64, mut newly: impl FnMut(&Seg)) -> u32 {
         debug_assert!(self.sack, "SACK blocks on a connection without SACK");
         let mut i = self.rtx.partition_point(|seg| seg.start < s);
@@ -228,6 +244,7 @@ impl Scoreboard {
     }
 
     /// Marks segment `i` lost (RACK, RFC 6675, NewReno); `false` if it already was.
+    #[inline]
     pub fn mark_lost(&mut self, i: usize) -> bool {
         let seg = &mut self.rtx[i];
         debug_assert!(!seg.marks.sacked, "a SACKed segment is not lost");
@@ -304,6 +321,7 @@ impl Scoreboard {
     }
 
     /// Checks the invariants when debug assertions are on (after every operation).
+    #[inline]
     fn check(&self) {
         debug_assert_eq!(self.violation(), None, "scoreboard invariant broken: {self:?}");
     }
