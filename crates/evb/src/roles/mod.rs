@@ -70,6 +70,9 @@ fn every<E: Send + 'static>(period: Duration, tx: &UnboundedSender<E>, ev: fn() 
     })
 }
 
+/// How a role's loop hears from the supervisor: its messages, and the end of the connection.
+pub(crate) type SupervisorEvents<E> = (fn(Message) -> E, fn(String) -> E);
+
 /// A connection that said hello.
 pub(crate) struct Joined {
     /// Who it says it is.
@@ -139,6 +142,22 @@ impl Setup {
         let (w, task) = self.link(c, BytesMut::new(), events, map);
         w.send(&self.hello(listen));
         Ok((w, task))
+    }
+
+    /// Dials the supervisor at `addr` and says hello ([`Setup::dial`]); its messages reach the
+    /// role's loop as `msg(m)`, the end of the connection as `lost(reason)`.
+    async fn join_supervisor<E: Send + 'static>(
+        &self,
+        (addr, listen): (&str, String),
+        deadline: Instant,
+        events: UnboundedSender<E>,
+        (msg, lost): SupervisorEvents<E>,
+    ) -> anyhow::Result<(Sender, JoinHandle<()>)> {
+        let to_events = move |m: Result<Message, String>| Some(m.map_or_else(lost, msg));
+        let me = self.me;
+        self.dial((addr, "the supervisor"), deadline, listen, events, to_events)
+            .await
+            .map_err(|e| anyhow::anyhow!("{me}: {e}"))
     }
 
     /// Starts a connection's writer and reader ([`spawn_link`]): what the peer says goes

@@ -6,7 +6,7 @@
 pub mod state;
 pub mod verify;
 
-use super::{every, ms, wake_at, Setup};
+use super::{every, ms, wake_at, Setup, SupervisorEvents};
 use crate::net::link::Sender;
 use crate::role::RoleId;
 use crate::wire::Message;
@@ -76,16 +76,9 @@ pub async fn run(sc: &Scenario, opts: CollectorOptions) -> anyhow::Result<()> {
     let setup = Setup::new(sc, me);
     let (tx, mut rx) = unbounded_channel::<Ev>();
     let deadline = Instant::now() + setup.startup;
-    let to_events = |m: Result<Message, String>| {
-        Some(match m {
-            Ok(m) => Ev::In(Input::Supervisor(m)),
-            Err(e) => Ev::SupervisorLost(e),
-        })
-    };
-    let (sup, sup_task) = setup
-        .dial((&opts.supervisor, "the supervisor"), deadline, String::new(), tx.clone(), to_events)
-        .await
-        .map_err(|e| anyhow!("{me}: {e}"))?;
+    let to_events: SupervisorEvents<Ev> = (|m| Ev::In(Input::Supervisor(m)), Ev::SupervisorLost);
+    let (sup, sup_task) =
+        setup.join_supervisor((&opts.supervisor, String::new()), deadline, tx.clone(), to_events).await?;
     let addrs = peers(sc, me, &mut rx, deadline).await?;
     let outstanding = Arc::new(AtomicU64::new(0));
     let mut links = Links { supervisor: sup, readouts: Vec::new(), tasks: Vec::new() };

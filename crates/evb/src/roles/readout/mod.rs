@@ -8,10 +8,9 @@ pub mod state;
 #[cfg(test)]
 pub(crate) use buffer::generate;
 
-use super::{ms, wake_at, Joined, Setup};
+use super::{ms, wake_at, Joined, Setup, SupervisorEvents};
 use crate::net::link::Sender;
 use crate::role::RoleId;
-use crate::wire::Message;
 use anyhow::{anyhow, bail, Context};
 use daqnet_core::{EventId, Nanos, NodeId, ReadoutId, Scenario};
 use state::{Input, Output, ReadoutState};
@@ -54,16 +53,9 @@ pub async fn run(sc: &Scenario, opts: ReadoutOptions) -> anyhow::Result<()> {
     let listener = setup.transport.listen(listen).await.with_context(|| format!("{me}: cannot listen on {listen}"))?;
     let (tx, mut rx) = unbounded_channel::<Ev>();
     let deadline = Instant::now() + setup.startup;
-    let to_events = |m: Result<Message, String>| {
-        Some(match m {
-            Ok(m) => Ev::In(Input::Supervisor(m)),
-            Err(e) => Ev::SupervisorLost(e),
-        })
-    };
-    let (sup, sup_task) = setup
-        .dial((&opts.supervisor, "the supervisor"), deadline, listener.local_addr(), tx.clone(), to_events)
-        .await
-        .map_err(|e| anyhow!("{me}: {e}"))?;
+    let to_events: SupervisorEvents<Ev> = (|m| Ev::In(Input::Supervisor(m)), Ev::SupervisorLost);
+    let (sup, sup_task) =
+        setup.join_supervisor((&opts.supervisor, listener.local_addr()), deadline, tx.clone(), to_events).await?;
     // Collectors connect and say which node they are.
     setup.accept_hellos(listener, tx.clone(), Ev::Joined);
     let mut state = ReadoutState::new(sc, opts.index, opts.corrupt_events.clone());
