@@ -423,7 +423,7 @@ fn all_to_all_through_the_daqring_switch_runs_at_line_rate_without_a_drop() {
         return;
     }
     // Line rate in steady state. Measured as total bytes over the run's span it was 94.8–99.0 %
-    // (6 runs; the issue asks 95 %) and once 92.5 % in a full test run: the switch and 25
+    // (6 runs; 95 % was asked for) and once 92.5 % in a full test run: the switch and 25
     // processes share two CPUs, and a busy moment slows every port (event gaps 93–95 ms instead
     // of 89). The median gap between a node's events leaves such moments out; the bound keeps
     // two points of margin. The report's goodput also counts the pipeline's fill and drain and

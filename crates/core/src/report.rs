@@ -1,4 +1,4 @@
-//! The run report every substrate writes (`report.json`, DESIGN.md "Run report"), and the
+//! The run report every substrate writes (`report.json`), and the
 //! statistics that go into it. Top-level field names are a contract: add fields, rename none.
 
 use crate::{EventId, Nanos, NodeId, PuId, Scenario, NS_PER_MS, NS_PER_S};
@@ -210,6 +210,12 @@ pub struct RunReport {
     pub latency_ms: LatencyMs,
     /// TCP counters (whole run, warm-up included).
     pub tcp: TcpCounters,
+    /// Where the TCP counters come from: `"model"` (the simulator's), `"nstat"` (the testbed's
+    /// hosts, all counters), `"tcp_info"` (a real run: retransmissions and timeouts of the
+    /// readout units' data sockets only; the other counters are not measured); empty: none
+    /// measured.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tcp_source: String,
     /// Switch drops and occupancy (whole run, warm-up included).
     pub switch: SwitchStats,
     /// Wall-clock seconds of the whole run.
@@ -510,6 +516,27 @@ impl RunReport {
         serde_json::to_string_pretty(self).expect("a report always serializes")
     }
 
+    /// The TCP line of the summary: only what was measured.
+    fn tcp_row(&self) -> String {
+        let t = &self.tcp;
+        match self.tcp_source.as_str() {
+            "" => "not measured".into(),
+            "tcp_info" => format!(
+                "{} retransmits, {} timeouts (TCP_INFO of the readout units' data sockets; recoveries and probes not measured)",
+                t.retransmits, t.timeouts
+            ),
+            _ => format!(
+                "{} retransmits, {} timeouts, {} fast recoveries ({} failed), {} lost retransmissions{}",
+                t.retransmits,
+                t.timeouts,
+                t.fast_recoveries,
+                t.recovery_fails,
+                t.lost_retransmits,
+                if t.loss_probes > 0 { format!(", {} tail-loss probes", t.loss_probes) } else { String::new() }
+            ),
+        }
+    }
+
     /// A human-readable summary table.
     pub fn summary_table(&self) -> String {
         let l = &self.latency_ms;
@@ -520,7 +547,8 @@ impl RunReport {
         row("scenario", format!("{} (seed {})", self.scenario, self.seed));
         row("events built", format!("{}", self.events_built));
         row("events not built", format!("{} timed out, {} lost, {} abandoned", nb.timed_out, nb.lost, nb.abandoned));
-        row("measured time", format!("{:.3} s", self.duration_s));
+        let clock = if self.substrate == "sim" { "simulated" } else { "of wall-clock time" };
+        row("measured part", format!("{:.3} s {clock}", self.duration_s));
         row("event rate", format!("{:.1} Hz", self.event_rate_hz));
         row("goodput", format!("{:.3} Gb/s", self.goodput_bps / 1e9));
         row(
@@ -531,26 +559,12 @@ impl RunReport {
             ),
         );
         row("events ≥ 100 ms", format!("{:.1} %", 100.0 * l.share_ge_100ms));
-        row(
-            "tcp",
-            format!(
-                "{} retransmits, {} timeouts, {} fast recoveries ({} failed), {} lost retransmissions{}",
-                self.tcp.retransmits,
-                self.tcp.timeouts,
-                self.tcp.fast_recoveries,
-                self.tcp.recovery_fails,
-                self.tcp.lost_retransmits,
-                if self.tcp.loss_probes > 0 {
-                    format!(", {} tail-loss probes", self.tcp.loss_probes)
-                } else {
-                    String::new()
-                }
-            ),
-        );
+        row("tcp", self.tcp_row());
         let worst = self.switch.ports.iter().max_by_key(|p| (p.drops, p.peak_bytes));
         row(
             "switch drops",
             match worst {
+                _ if self.substrate == "run" => "none measured (a run on one host has no switch between its roles)".into(),
                 Some(p) if self.switch.drops > 0 => {
                     format!("{} (most at {}: {} drops, peak {} B)", self.switch.drops, p.name, p.drops, p.peak_bytes)
                 }

@@ -48,7 +48,7 @@ fn set_overrides_any_field_and_accepts_bare_words_and_units() {
 #[test]
 fn unknown_field_names_file_and_field() {
     let e = err("[system]\ncredits = 3\n", &[]);
-    assert!(e.starts_with("my.toml: field `system.credits`: unknown field `credits`"), "{e}");
+    assert!(e.starts_with("my.toml:2: field `system.credits`: unknown field `credits`"), "the line too: {e}");
     assert!(e.contains("credits_per_node"), "lists what is allowed: {e}");
 }
 
@@ -121,4 +121,18 @@ fn real_run_limits_are_checked_only_for_real_runs() {
     assert!(e.contains("one per readout unit (160)"), "{e}");
     let e = err("", &["deploy.peer_timeout_ms=100"]);
     assert!(e.contains("at least twice deploy.heartbeat_ms"), "{e}");
+}
+
+#[test]
+fn durations_take_units_and_semantic_errors_keep_where_the_value_came_from() {
+    let s = parse_str("[network.tcp]\nmin_rto_ns = \"5ms\"\n", "my.toml", &["network.tcp.delayed_ack_ns=2 ms".into()]).unwrap();
+    assert_eq!((s.network.tcp.min_rto_ns, s.network.tcp.delayed_ack_ns), (5_000_000, 2_000_000));
+    let e = err("[system]\nfragments_per_unit = 12\n", &["system.credits_per_node=5"]);
+    assert!(e.contains("my.toml with --set system.credits_per_node=5: field `system.credits_per_node`: is 5"), "{e}");
+    let e = err("[system]\nfragments_per_unit = 12\ncredits_per_node = 5\n", &[]);
+    assert!(e.starts_with("my.toml:3: field `system.credits_per_node`"), "{e}");
+    let e = err("[network.rack_switch]\nbuffer = { scheme = \"dedicated\", port_bytes = \"big\" }\n", &[]);
+    assert!(e.starts_with("my.toml:2: field `network.rack_switch.buffer.port_bytes`: `big` is not a size"), "{e}");
+    let e = err("", &["system.credits_per_node=-5"]);
+    assert!(e.contains("credits are a whole number from system.fragments_per_unit"), "{e}");
 }

@@ -1,13 +1,19 @@
-//! Live metrics of a real run in the Prometheus text format, served by the supervisor
-//! (`--metrics ADDR`, loopback unless told otherwise) at `GET /metrics`.
+//! Live metrics of a real run, served by the supervisor (`--metrics ADDR`, loopback unless told
+//! otherwise) at `GET /metrics`: counters and a latency histogram, from which Prometheus
+//! computes rates (`rate(daqnet_events_built_total[10s])`) and quantiles
+//! (`histogram_quantile(0.99, rate(daqnet_latency_seconds_bucket[30s]))`).
+//!
+//! The body is OpenMetrics 1.0 when the scraper accepts it (Prometheus asks for it first), and
+//! the classic Prometheus text format 0.0.4 otherwise, each with its own content type, so that
+//! counter and histogram types reach the scraper intact.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -26,10 +32,6 @@ pub struct Metrics {
     pub events_built: Counter,
     /// Event payload bytes collected.
     pub payload_bytes: Counter,
-    /// Events built per second over the last second.
-    pub event_rate_hz: Gauge<f64, AtomicU64>,
-    /// Payload goodput over the last second, bit/s.
-    pub goodput_bps: Gauge<f64, AtomicU64>,
     /// Data-collection latency, seconds.
     pub latency_seconds: Histogram,
     /// Events assigned and not yet built.
@@ -38,6 +40,10 @@ pub struct Metrics {
     pub credits_in_use: Family<NodeLabel, Gauge>,
     /// Requests waiting for credits, per node.
     pub queued_requests: Family<NodeLabel, Gauge>,
+    /// Segments retransmitted towards each node (the readout units' sockets, `TCP_INFO`).
+    pub tcp_retransmits: Family<NodeLabel, Counter>,
+    /// Retransmission timeouts on the connections towards each node (`TCP_INFO`, Linux ≥ 6.7).
+    pub tcp_timeouts: Family<NodeLabel, Counter>,
     /// Faults reported.
     pub faults: Counter,
 }
@@ -49,20 +55,20 @@ impl Metrics {
         let m = Metrics {
             events_built: Counter::default(),
             payload_bytes: Counter::default(),
-            event_rate_hz: Gauge::default(),
-            goodput_bps: Gauge::default(),
             // 50 µs .. ~1.6 s.
             latency_seconds: Histogram::new(exponential_buckets(50e-6, 2.0, 16)),
             events_in_flight: Gauge::default(),
             credits_in_use: Family::default(),
             queued_requests: Family::default(),
+            tcp_retransmits: Family::default(),
+            tcp_timeouts: Family::default(),
             faults: Counter::default(),
             registry: Registry::default(),
         };
+        let version = vec![("version".to_string(), env!("CARGO_PKG_VERSION").to_string())];
+        registry.register("build", "The daqnet build that serves these metrics", Info::new(version));
         registry.register("events_built", "Events built", m.events_built.clone());
         registry.register("payload_bytes", "Event payload bytes collected", m.payload_bytes.clone());
-        registry.register("event_rate_hz", "Events built per second over the last second", m.event_rate_hz.clone());
-        registry.register("goodput_bps", "Payload goodput over the last second, bit/s", m.goodput_bps.clone());
         registry.register(
             "latency_seconds",
             "Data-collection latency: first request of an event to its last fragment",
@@ -71,16 +77,67 @@ impl Metrics {
         registry.register("events_in_flight", "Events assigned and not yet built", m.events_in_flight.clone());
         registry.register("credits_in_use", "Credits held by outstanding requests", m.credits_in_use.clone());
         registry.register("queued_requests", "Data requests waiting for credits", m.queued_requests.clone());
+        registry.register(
+            "tcp_retransmits",
+            "Segments retransmitted towards the node (TCP_INFO of the readout units' sockets)",
+            m.tcp_retransmits.clone(),
+        );
+        registry.register(
+            "tcp_timeouts",
+            "Retransmission timeouts on the connections towards the node (TCP_INFO)",
+            m.tcp_timeouts.clone(),
+        );
         registry.register("faults", "Faults reported (roles lost, fragments failing verification)", m.faults.clone());
         Arc::new(Metrics { registry, ..m })
     }
 
-    /// The current values in the Prometheus text format.
+    /// The current values in the OpenMetrics 1.0 text format.
     pub fn encode(&self) -> String {
         let mut s = String::new();
         prometheus_client::encoding::text::encode(&mut s, &self.registry).expect("writing to a String");
         s
     }
+
+    /// The body and content type for a scraper whose `Accept` header is `accept`.
+    pub fn negotiate(&self, accept: &str) -> (String, &'static str) {
+        if accept.contains("application/openmetrics-text") {
+            (self.encode(), "application/openmetrics-text; version=1.0.0; charset=utf-8")
+        } else {
+            (classic(&self.encode()), "text/plain; version=0.0.4; charset=utf-8")
+        }
+    }
+}
+
+/// OpenMetrics text as the classic Prometheus format 0.0.4: a counter's metadata names its
+/// samples' `_total` series, an info metric becomes a gauge `_info`, and the `# UNIT` and
+/// `# EOF` lines (not part of 0.0.4) go.
+fn classic(open: &str) -> String {
+    let mut kinds = std::collections::HashMap::new();
+    for l in open.lines() {
+        if let Some(rest) = l.strip_prefix("# TYPE ") {
+            if let Some((name, kind)) = rest.split_once(' ') {
+                kinds.insert(name.to_string(), kind.to_string());
+            }
+        }
+    }
+    let mut out = String::new();
+    for l in open.lines() {
+        if l.starts_with("# UNIT ") || l == "# EOF" {
+            continue;
+        }
+        let meta = ["# TYPE ", "# HELP "].iter().find_map(|p| l.strip_prefix(p).map(|r| (*p, r)));
+        let line = match meta.and_then(|(p, r)| r.split_once(' ').map(|(n, rest)| (p, n, rest))) {
+            Some((p, name, rest)) => match kinds.get(name).map(String::as_str) {
+                Some("counter") => format!("{p}{name}_total {}", if p == "# TYPE " { "counter" } else { rest }),
+                Some("info") => format!("{p}{name}_info {}", if p == "# TYPE " { "gauge" } else { rest }),
+                _ => l.to_string(),
+            },
+            None => l.to_string(),
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
 }
 
 /// Serves `GET /metrics` on `listener` until the process ends. Any other path is a 404.
@@ -97,9 +154,14 @@ pub async fn serve(listener: tokio::net::TcpListener, metrics: Arc<Metrics>) {
                     _ => return,
                 }
             }
-            let line = String::from_utf8_lossy(&req);
-            let (status, kind, body) = if line.starts_with("GET /metrics ") || line.starts_with("GET / ") {
-                ("200 OK", "text/plain; version=0.0.4; charset=utf-8", metrics.encode())
+            let head = String::from_utf8_lossy(&req);
+            let accept = head
+                .lines()
+                .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("accept")).map(|(_, v)| v))
+                .unwrap_or("");
+            let (status, kind, body) = if head.starts_with("GET /metrics ") || head.starts_with("GET / ") {
+                let (body, kind) = metrics.negotiate(accept);
+                ("200 OK", kind, body)
             } else {
                 ("404 Not Found", "text/plain", "try GET /metrics\n".to_string())
             };
@@ -111,5 +173,27 @@ pub async fn serve(listener: tokio::net::TcpListener, metrics: Arc<Metrics>) {
             let _ = s.write_all(body.as_bytes()).await;
             let _ = s.shutdown().await;
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_scraper_gets_the_format_it_accepts() {
+        let m = Metrics::new();
+        m.events_built.inc_by(3);
+        m.latency_seconds.observe(0.001);
+        let (open, kind) = m.negotiate("application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5");
+        assert!(kind.starts_with("application/openmetrics-text"));
+        assert!(open.contains("# TYPE daqnet_events_built counter") && open.contains("daqnet_events_built_total 3"));
+        assert!(open.contains("daqnet_build_info{version="), "{open}");
+        assert!(open.trim_end().ends_with("# EOF"));
+        let (classic, kind) = m.negotiate("text/plain");
+        assert!(kind.starts_with("text/plain; version=0.0.4"));
+        assert!(classic.contains("# TYPE daqnet_events_built_total counter\ndaqnet_events_built_total 3"), "{classic}");
+        assert!(classic.contains("# TYPE daqnet_build_info gauge"), "{classic}");
+        assert!(classic.contains("# TYPE daqnet_latency_seconds histogram") && !classic.contains("# EOF"));
     }
 }

@@ -507,6 +507,7 @@ impl<'a> World<'a> {
         let mut report = RunReport::measured("sim", origin, scenario, measured);
         report.events_not_built = NotBuilt { timed_out: 0, lost: 0, abandoned: scenario.run.events - built };
         report.tcp = tcp;
+        report.tcp_source = "model".into();
         report.switch = SwitchStats { drops: ports.iter().map(|p| p.drops).sum(), ports };
         report.wall_s = wall_s;
         report.sim_events_per_s = Some(if wall_s > 0.0 { self.built as f64 / wall_s } else { 0.0 });

@@ -1,4 +1,4 @@
-//! The ATLAS 2015 set-up of seed 003 §4.1 (scenarios/atlas-2015): what the model reproduces.
+//! The ATLAS 2015 set-up of [ATLAS-DC] §4.1 (scenarios/atlas-2015): what the model reproduces.
 //! Reduced run lengths keep this test short; `docs/sim.md` has the full sweep.
 
 use daqnet_core::report::RunReport;
@@ -26,7 +26,7 @@ fn event_serialization_ms() -> f64 {
 #[test]
 fn switch1_shaping_region_floor_and_incast() {
     let floor = event_serialization_ms();
-    assert!((17.5..18.5).contains(&floor), "≈ 18 ms (seed 003 §4.2): {floor}");
+    assert!((17.5..18.5).contains(&floor), "≈ 18 ms ([ATLAS-DC] §4.2): {floor}");
     let shaped: Vec<RunReport> = [240, 480].iter().map(|&c| atlas("switch1", c)).collect();
     for r in &shaped {
         assert_eq!(r.switch.drops, 0);
@@ -40,7 +40,7 @@ fn switch1_shaping_region_floor_and_incast() {
     let best = shaped.iter().map(|r| r.latency_ms.mean).fold(f64::MAX, f64::min);
     let incast = atlas("switch1", 2400);
     assert!(incast.latency_ms.mean >= 200.0 && incast.latency_ms.mean >= 3.0 * best, "{}", incast.latency_ms.mean);
-    assert!(incast.latency_ms.share_ge_100ms > 0.9, "almost every event suffers a timeout (seed 003 Fig. 10b)");
+    assert!(incast.latency_ms.share_ge_100ms > 0.9, "almost every event suffers a timeout ([ATLAS-DC] Fig. 10b)");
     assert!(incast.tcp.timeouts > 0);
     let peak = incast.switch.ports.iter().filter(|p| p.name.starts_with("rack0->node")).map(|p| p.peak_bytes).max();
     assert!(peak.unwrap() <= 600_000, "drops happen at the 600 kB node ports");

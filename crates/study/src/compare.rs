@@ -1,7 +1,7 @@
 //! Two substrates over the same sweep, side by side (`daqnet validate`): per point the median,
 //! p99, share of events that waited ≥ 100 ms, drops and timeouts of each, and the agreement
-//! figures of seed 003 §6's validation — the incast onset in each, and the ratio of medians
-//! where neither side has timeouts — and of goodput (issue 6: the software switch).
+//! figures of [ATLAS-DC] §6's validation — the incast onset in each, and the ratio of medians
+//! where neither side has timeouts — and of goodput .
 
 use crate::points::{point_dir, read_point};
 use crate::sweep::SweepPlan;
@@ -10,7 +10,7 @@ use daqnet_core::report::RunReport;
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// Agreement thresholds (issue 5's "done when").
+/// Agreement thresholds (what counts as agreement).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Criteria {
     /// Largest relative difference of medians where neither side has timeouts (0.2 = ±20 %).

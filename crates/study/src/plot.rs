@@ -1,4 +1,4 @@
-//! `daqnet plot`: figures from a sweep table with plotters — seed 003's box style (bullet =
+//! `daqnet plot`: figures from a sweep table with plotters — [ATLAS-DC]'s box style (bullet =
 //! mean, box = quartiles, whiskers = p1 and p99), lines, and latency histograms from per-event
 //! records. PNG or SVG by the output file's extension.
 
@@ -16,7 +16,7 @@ use std::sync::Once;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
-    /// Latency per x: bullet = mean, box = quartiles, whiskers = p1 and p99 (seed 003 Fig. 5).
+    /// Latency per x: bullet = mean, box = quartiles, whiskers = p1 and p99 ([ATLAS-DC] Fig. 5).
     #[default]
     Box,
     /// One column against x, one line per group (repeats averaged).

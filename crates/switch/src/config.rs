@@ -44,7 +44,7 @@ pub struct SwitchConfig {
     pub collector_macs: Vec<String>,
     /// Byte cap of every queue, bytes.
     pub queue_bytes: u64,
-    /// Frames a queue may send per polling cycle (seed 000 §III-A.2); `None`: no limit.
+    /// Frames a queue may send per polling cycle ([LOSSLESS] §III-A.2); `None`: no limit.
     pub burst_frames: Option<u32>,
     /// Largest burst above line rate an egress port may send, bytes (the token bucket).
     pub pacing_bucket_bytes: u64,

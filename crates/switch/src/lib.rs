@@ -1,4 +1,4 @@
-//! daqnet's lossless software switch (seed 000 §III): DRAM as packet buffer, a dedicated queue
+//! daqnet's lossless software switch ([LOSSLESS] §III): DRAM as packet buffer, a dedicated queue
 //! — a *daqring* — per data collector, round-robin polling of the daqrings behind each egress
 //! port for fairness, an optional per-poll burst limit, and egress pacing at the port's line
 //! rate. Frames are dropped only when a daqring's byte cap is reached, and then counted.

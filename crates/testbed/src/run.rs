@@ -114,6 +114,7 @@ fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow:
     for h in &report.hosts {
         report.tcp += &h.tcp;
     }
+    report.tcp_source = "nstat".into();
     std::fs::write(&path, report.to_json()).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(TestbedRun { exit_code, report, build_s: testbed.build_s })
 }

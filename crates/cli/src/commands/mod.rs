@@ -142,6 +142,86 @@ pub fn clear_outputs(dir: &Path, names: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The buffer field whose size decides incast at the collectors' ports, and its value, if the
+/// scenario's collector-side switch has one.
+fn collector_buffer(sc: &Scenario) -> Option<(&'static str, u64)> {
+    use daqnet_core::scenario::{BufferConfig, SwitchKind, Topology};
+    let (field, buffer) = match sc.network.topology {
+        Topology::Star => {
+            let sw = sc.network.switch.as_ref()?;
+            (sw.kind == SwitchKind::Bridge).then_some(("network.switch.buffer.port_bytes", &sw.buffer))?
+        }
+        Topology::TwoTier => ("network.rack_switch.buffer.port_bytes", &sc.network.rack_switch.as_ref()?.buffer),
+    };
+    match buffer {
+        BufferConfig::Dedicated { port_bytes } => Some((field, *port_bytes)),
+        _ => None,
+    }
+}
+
+fn size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 10_000_000 => format!("{}MB", b / 1_000_000),
+        b if b >= 1_000_000 => format!("{:.1}MB", b as f64 / 1e6),
+        b => format!("{}kB", (b + 999) / 1000),
+    }
+}
+
+/// What a report shows, in one line, and what to try next — for the simulator and the testbed,
+/// which see the switch (`file`: the scenario as the user named it).
+pub fn verdict(r: &daqnet_core::report::RunReport, sc: &Scenario, file: &str) -> Vec<String> {
+    let l = &r.latency_ms;
+    if r.events_built == 0 {
+        return vec!["verdict: no event was built (see the events not built and the faults above)".into()];
+    }
+    let worst = r.switch.ports.iter().max_by_key(|p| (p.drops, p.peak_bytes));
+    let buffer = collector_buffer(sc);
+    let shaping = {
+        let fragment = sc.nominal_unit_bytes() / sc.system.fragments_per_unit.max(1) as u64;
+        buffer.map(|(_, b)| (b / fragment.max(1)) as u32 / sc.system.fragments_per_unit.max(1) * sc.system.fragments_per_unit)
+    };
+    let mut v = Vec::new();
+    if r.tcp.timeouts > 0 && l.share_ge_100ms > 0.0 {
+        let at = worst.map_or(String::new(), |p| format!(", most at {} ({} drops, peak {})", p.name, p.drops, size(p.peak_bytes)));
+        v.push(format!(
+            "verdict: incast — {:.1} % of events waited ≥ 100 ms: {} retransmission timeouts after {} drops{at}",
+            100.0 * l.share_ge_100ms,
+            r.tcp.timeouts,
+            r.switch.drops
+        ));
+        let mut remedies = Vec::new();
+        if let Some((field, _)) = buffer {
+            remedies.push(format!("a deeper buffer (--set {field}={})", size(sc.nominal_event_bytes().max(1_000_000))));
+        }
+        if let Some(c) = shaping.filter(|&c| c >= sc.system.fragments_per_unit) {
+            remedies.push(format!("traffic shaping (--set system.credits_per_node={c})"));
+        }
+        remedies.push("a shorter minimum RTO (--set network.tcp.min_rto_ns=5ms)".into());
+        v.push(format!("try: {}", remedies.join(", ")));
+    } else if r.switch.drops > 0 {
+        v.push(format!(
+            "verdict: {} drops but no event waited for a timeout: fast retransmission repaired them (median {:.2} ms)",
+            r.switch.drops, l.median
+        ));
+    } else {
+        let peak = worst.map_or(String::new(), |p| format!(" (peak queue {} at {})", size(p.peak_bytes), p.name));
+        v.push(format!("verdict: no drops: below the incast onset{peak}"));
+        let f = sc.system.fragments_per_unit.max(1);
+        match (sc.system.credits_per_node, buffer) {
+            (daqnet_core::scenario::Credits::Limited(c), _) => {
+                let step = (c / 2 / f).max(1) * f;
+                v.push(format!("to find the onset: daqnet sweep {file} --vary system.credits_per_node={c}..{}:{step}", 4 * c));
+            }
+            (_, Some((field, b))) => {
+                let range = format!("{}..{}:{}", size(b / 10), size(b), size(b / 10));
+                v.push(format!("to find the onset: daqnet sweep {file} --vary {field}={range}"));
+            }
+            _ => {}
+        }
+    }
+    v
+}
+
 /// Writes `text` to `dir/name`, creating `dir`.
 pub fn write_file(dir: &Path, name: &str, text: &str) -> anyhow::Result<std::path::PathBuf> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create output folder {}", dir.display()))?;

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 /// Draw a figure (PNG or SVG) from a sweep's table.csv.
 ///
-/// box: seed 003's style — bullet = mean latency, box = quartiles, whiskers = p1 and p99.
+/// box: [ATLAS-DC]'s style — bullet = mean latency, box = quartiles, whiskers = p1 and p99.
 /// line: one column against x, one line per --group value (repeats averaged).
 /// hist: the latency distribution of each point, from its events.csv (sweep --per-event),
 /// else from the HDR histogram in its report.json.

@@ -61,7 +61,8 @@ pub fn run(a: SimArgs) -> anyhow::Result<ExitCode> {
         super::write_file(&a.out, "events.csv", &EventRecord::to_csv(&out.events))?;
     }
     if !a.quiet {
-        super::print_lines(&format!("{}  {:<26} {}\n", out.report.summary_table(), "report", report_path.display()));
+        let verdict: String = super::verdict(&out.report, &scenario, &a.scenario.origin()).iter().map(|l| format!("{l}\n")).collect();
+        super::print_lines(&format!("{}  {:<26} {}\n{verdict}", out.report.summary_table(), "report", report_path.display()));
     }
     if out.report.interrupted {
         eprintln!(

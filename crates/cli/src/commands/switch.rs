@@ -14,7 +14,7 @@ extern "C" fn on_signal(_: libc::c_int) {
 
 /// Arguments of `daqnet switch`.
 #[derive(Args)]
-#[command(after_help = "daqnet's lossless software switch (seed 000 §III), on interfaces of the current network \
+#[command(after_help = "daqnet's lossless software switch ([LOSSLESS] §III), on interfaces of the current network \
 namespace until SIGTERM or SIGINT: one AF_PACKET socket per port with a TPACKET_V3 receive ring, a \
 queue (daqring) per data collector bounded in bytes, round-robin service of each port's queues with \
 an optional per-poll burst limit, and pacing at each port's line rate. Frames are dropped only when a \

@@ -189,6 +189,9 @@ pub fn run(a: TestbedArgs) -> anyhow::Result<ExitCode> {
             };
             if !r.quiet {
                 print!("{}", done.report.summary_table());
+                for l in super::verdict(&done.report, &sc, &r.scenario.origin()) {
+                    println!("{l}");
+                }
                 println!(
                     "  {:<26} {:.1} s ({} namespaces)",
                     "testbed build",

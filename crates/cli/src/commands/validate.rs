@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Run one sweep in the testbed (real Linux TCP through emulated switches) and in the simulator,
-/// and compare them point by point, as seed 003 §6 validated its simulator against the real
+/// and compare them point by point, as [ATLAS-DC] §6 validated its simulator against the real
 /// ATLAS system.
 ///
 /// Writes DIR/testbed/ and DIR/sim/ (ordinary sweep folders: resumable, one report.json per

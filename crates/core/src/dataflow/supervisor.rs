@@ -182,8 +182,8 @@ impl Supervisor {
                     (1..=n).map(|d| (*cursor + d) % n).find(|&i| !queues[i].is_empty())
                 } else {
                     // Most waiting units; ties go to the lowest node number, a plain arg-max as
-                    // seed 003 §7.1 states the policy. (Breaking ties round-robin instead makes
-                    // it behave like node_round_robin, which the seed's results rule out.)
+                    // [ATLAS-DC] §7.1 states the policy. (Breaking ties round-robin instead makes
+                    // it behave like node_round_robin, which [ATLAS-DC]'s results rule out.)
                     let mut best: Option<usize> = None;
                     for i in 0..n {
                         if !queues[i].is_empty() && best.is_none_or(|b| queues[i].len() > queues[b].len()) {

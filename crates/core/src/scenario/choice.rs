@@ -46,12 +46,15 @@ impl<'de> Deserialize<'de> for Credits {
         impl<'de> de::Visitor<'de> for V {
             type Value = Credits;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a number of credits (integer ≥ 1) or \"unlimited\"")
+                f.write_str("a number of credits (an integer of at least system.fragments_per_unit) or \"unlimited\"")
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<Credits, E> {
-                u32::try_from(v)
-                    .map(Credits::Limited)
-                    .map_err(|_| E::custom(format!("{v} credits is out of range (0 ..= 4294967295)")))
+                u32::try_from(v).map(Credits::Limited).map_err(|_| {
+                    E::custom(format!(
+                        "{v} credits: credits are a whole number from system.fragments_per_unit (a request's \
+                         fragments) to 4294967295, or \"unlimited\""
+                    ))
+                })
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Credits, E> {
                 self.visit_i64(i64::try_from(v).unwrap_or(-1))

@@ -3,73 +3,75 @@
 //!
 //! [`Scenario::default`]: super::Scenario
 
-/// The default scenario as commented TOML: the ATLAS test set-up of seed 003 §4.1 with
+/// The default scenario as commented TOML: the ATLAS test set-up of [ATLAS-DC] §4.1 with
 /// top-of-rack "Switch 1" and 480 credits.
 pub const DEFAULT_SCENARIO_TOML: &str = r#"# daqnet scenario — every field with its default value.
-# Rates (`*_bps`) and sizes (`*_bytes`) also accept suffixes: "10G", "10 Gb/s", "600kB", "4MiB".
+# Rates (`*_bps`) and sizes (`*_bytes`) are numbers or take suffixes: "10G", "10 Gb/s", "600kB",
+# "1M", "4MiB". Durations (`*_ns`, `*_ms`, `*_s`) are numbers in that unit or take one: "200ms",
+# "5 ms", "40us", "10min".
 # Override any field on the command line: --set system.credits_per_node=240
 
 [system]
 readout_units = 160          # readout units (ROS); each event is striped over all of them
 fragments_per_unit = 12      # fragments per readout unit per event (one request asks for all)
 fragment_size = { law = "fixed", bytes = 1100 }
-# variable sizes, seed 003 §7.2 (size = base_bytes * LogNormal(mu, sigma)_event + Normal(0, sd)_fragment):
+# variable sizes, [ATLAS-DC] §7.2 (size = base_bytes * LogNormal(mu, sigma)_event + Normal(0, sd)_fragment):
 # fragment_size = { law = "lognormal_normal", base_bytes = 1100, event_mu = 0.0, event_sigma = 0.25, fragment_sd_bytes = 110.0, min_bytes = 1 }
 nodes = 39                   # worker nodes; one collector (data-collection manager) per node
 pus_per_node = 24            # processing units per node
 credits_per_node = 480       # traffic-shaping credits per node (one per requested fragment), or "unlimited"
-processing_time_ns = 100000000   # a unit processes each event for this long after collecting it
+processing_time_ns = "100ms"     # a unit processes each event for this long after collecting it
 collect_fraction = 1.0       # fraction of readout units a unit collects from per event, (0, 1]
 request_bytes = 64           # size of a data request message
-readout_service_ns = 50000   # readout unit: request received -> response handed to TCP, at least
-readout_service_jitter_ns = 400000  # plus a uniform extra delay in [0, this), drawn per request
+readout_service_ns = "50us"  # readout unit: request received -> response handed to TCP, at least
+readout_service_jitter_ns = "400us"  # plus a uniform extra delay in [0, this), drawn per request
 
 [system.supervisor]
 rate_hz = 750.0              # events assigned per second, or "unbounded" (whenever a unit asks)
 policy = "fcfs"              # fcfs | random | node_round_robin | node_load_balance | pu_round_robin
-control_delay_ns = 50000     # supervisor <-> processing unit message latency (off the data network)
+control_delay_ns = "50us"    # supervisor <-> processing unit message latency (off the data network)
 
 [network]
 topology = "two_tier"        # "star": one switch ([network.switch]); "two_tier": access switches + core
 mtu_bytes = 1500             # IP MTU; MSS = mtu_bytes - 52 (IPv4, TCP, timestamps)
-readout_link_bps = 1000000000    # each readout unit's link
-node_link_bps = 1000000000       # each node's link (the collector port)
-link_delay_ns = 500          # propagation delay of every link
-host_delay_ns = 40000        # receive-path latency of a host's network stack, per packet
+readout_link_bps = "1G"          # each readout unit's link
+node_link_bps = "1G"             # each node's link (the collector port)
+link_delay_ns = "500ns"      # propagation delay of every link
+host_delay_ns = "40us"       # receive-path latency of a host's network stack, per packet
 host_burst_ns = 0            # 0: hosts send at line rate (real NICs); > 0: a software shaper's bucket (testbed)
 
 # star topology only:
 # [network.switch]
 # kind = "bridge"            # "bridge": output-queued with `buffer`; "daqring": daqnet's lossless switch
-# buffer = { scheme = "dedicated", port_bytes = 4000000 }
-# daqring = { queue_bytes = 67108864, burst_frames = 0 }   # a queue per collector; 0: no burst limit
+# buffer = { scheme = "dedicated", port_bytes = "4MB" }
+# daqring = { queue_bytes = "64MiB", burst_frames = 0 }   # a queue per collector; 0: no burst limit
 
 [network.readout_switch]     # two_tier: one switch per readout group
 hosts = 16                   # readout units per group switch
-uplink_bps = 10000000000     # one uplink to each core router
-buffer = { scheme = "dedicated", port_bytes = 4000000 }
+uplink_bps = "10G"           # one uplink to each core router
+buffer = { scheme = "dedicated", port_bytes = "4MB" }
 
 [network.rack_switch]        # two_tier: top-of-rack switch of each rack of nodes
 hosts = 40                   # nodes per rack
-uplink_bps = 10000000000     # one uplink to each core router
-buffer = { scheme = "dedicated", port_bytes = 600000 }
-# shared memory ("Switch 2"): { scheme = "shared", pool_bytes = 10000000, ports_per_pool = 32, port_cap_bytes = 8000000 }
+uplink_bps = "10G"           # one uplink to each core router
+buffer = { scheme = "dedicated", port_bytes = "600kB" }
+# shared memory ("Switch 2"): { scheme = "shared", pool_bytes = "10MB", ports_per_pool = 32, port_cap_bytes = "8MB" }
 
 [network.core]               # two_tier: core routers; each connection is hashed onto one (ECMP)
 routers = 2
-buffer = { scheme = "deep", port_bytes = 1500000000 }
+buffer = { scheme = "deep", port_bytes = "1.5GB" }
 
 [network.tcp]
 congestion_control = "newreno"   # newreno | cubic | static
 static_cwnd_segments = 2         # the window when congestion_control = "static"
 initial_cwnd_segments = 10
 sack = true                      # SACK-based recovery (false: NewReno, RFC 6582)
-min_rto_ns = 200000000           # Linux: 200 ms
-max_rto_ns = 120000000000
-initial_rto_ns = 1000000000
+min_rto_ns = "200ms"             # Linux: 200 ms
+max_rto_ns = "120s"
+initial_rto_ns = "1s"
 dupack_threshold = 3
 delayed_ack = true
-delayed_ack_ns = 40000000        # capped at min_rto_ns / 2
+delayed_ack_ns = "40ms"          # capped at min_rto_ns / 2
 quickack_segments = 16
 limited_transmit = true
 slow_start_after_idle = true
@@ -81,18 +83,18 @@ timer_hz = 1000                  # TCP timers tick like Linux CONFIG_HZ (Debian/
 events = 2000                # measured events
 warmup_events = 500          # events run before measuring
 seed = 1
-time_limit_s = 600.0         # simulated seconds; events unfinished by then are "abandoned"
+time_limit_s = "10min"       # simulated seconds; events unfinished by then are "abandoned"
 
 [deploy]                     # real runs only (daqnet run / daqnet role); the simulator ignores it
 transport = "tcp"
 supervisor = "127.0.0.1:0"   # supervisor address; port 0 = a free loopback port (daqnet run)
 readouts = []                # listen address per readout unit; empty = loopback, free ports
 tcp_congestion = "cubic"     # TCP_CONGESTION on every data socket (namespaces default to bbr)
-startup_timeout_ms = 10000   # wait this long for every peer at start-up
-heartbeat_ms = 200           # every connection carries a frame at least this often
-peer_timeout_ms = 1000       # a peer silent this long is declared hung
-max_frame_bytes = 67108864   # larger frames close the connection
-readout_buffer_bytes = 16777216  # generated fragments a readout unit may hold (back-pressure)
+startup_timeout_ms = "10s"   # wait this long for every peer at start-up
+heartbeat_ms = "200ms"       # every connection carries a frame at least this often
+peer_timeout_ms = "1s"       # a peer silent this long is declared hung
+max_frame_bytes = "64MiB"    # larger frames close the connection
+readout_buffer_bytes = "16MiB"  # generated fragments a readout unit may hold (back-pressure)
 verify_payload = true        # check every payload byte (headers are always checked)
 run_id = 0                   # in every hello; a peer of another run is refused (daqnet run draws one)
 "#;

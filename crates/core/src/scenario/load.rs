@@ -10,6 +10,8 @@ use std::path::Path;
 pub struct ScenarioError {
     /// The file (or `--set`) the problem comes from.
     pub origin: String,
+    /// The line of the file that sets the field, when the file does.
+    pub line: Option<usize>,
     /// Dotted path of the field, empty when the problem is the file itself.
     pub field: String,
     /// What is wrong and what is allowed.
@@ -18,10 +20,14 @@ pub struct ScenarioError {
 
 impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{}", self.origin)?;
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+        }
         if self.field.is_empty() {
-            write!(f, "{}: {}", self.origin, self.message)
+            write!(f, ": {}", self.message)
         } else {
-            write!(f, "{}: field `{}`: {}", self.origin, self.field, self.message)
+            write!(f, ": field `{}`: {}", self.field, self.message)
         }
     }
 }
@@ -53,6 +59,7 @@ pub fn load(path: &Path, sets: &[String]) -> Result<Scenario, ScenarioErrors> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         ScenarioErrors(vec![ScenarioError {
             origin: origin.clone(),
+            line: None,
             field: String::new(),
             message: format!("cannot read: {e}"),
         }])
@@ -63,42 +70,60 @@ pub fn load(path: &Path, sets: &[String]) -> Result<Scenario, ScenarioErrors> {
 /// Like [`load`], from text; `origin` names the text in errors.
 pub fn parse_str(text: &str, origin: &str, sets: &[String]) -> Result<Scenario, ScenarioErrors> {
     let one = |field: &str, message: String| {
-        ScenarioErrors(vec![ScenarioError { origin: origin.to_string(), field: field.to_string(), message }])
+        ScenarioErrors(vec![ScenarioError { origin: origin.to_string(), line: None, field: field.to_string(), message }])
     };
     let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| one("", format!("not valid TOML: {e}")))?;
     let mut set_paths = Vec::new();
     for set in sets {
         let path = apply_set(&mut table, set).map_err(|m| {
-            ScenarioErrors(vec![ScenarioError { origin: format!("--set {set}"), field: String::new(), message: m }])
+            ScenarioErrors(vec![ScenarioError { origin: format!("--set {set}"), line: None, field: String::new(), message: m }])
         })?;
         set_paths.push((path, set.clone()));
     }
+    // Where a field's value came from: the last --set that covers it, else the file's line.
+    let locate = |field: String, message: String| {
+        let covers = |p: &str| field == p || field.starts_with(&format!("{p}.")) || p.starts_with(&format!("{field}."));
+        match set_paths.iter().rev().find(|(p, _)| covers(p)) {
+            Some((_, s)) => ScenarioError { origin: format!("{origin} with --set {s}"), line: None, field, message },
+            None => ScenarioError { origin: origin.to_string(), line: line_of(text, &field), field, message },
+        }
+    };
     let table = merge(defaults_for(&table), table);
     let scenario: Scenario = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
-        let field = e.path().to_string();
         // toml appends "in `path`" lines; the path is reported separately.
         let message = e.inner().to_string().lines().filter(|l| !l.starts_with("in `")).collect::<Vec<_>>().join(" ");
-        let message = message.trim().to_string();
-        let origin = set_paths
-            .iter()
-            .rev()
-            .find(|(p, _)| field == *p || field.starts_with(&format!("{p}.")) || p.starts_with(&format!("{field}.")))
-            .map(|(_, s)| format!("{origin} with --set {s}"))
-            .unwrap_or_else(|| origin.to_string());
-        ScenarioErrors(vec![ScenarioError { origin, field, message }])
+        ScenarioErrors(vec![locate(e.path().to_string(), message.trim().to_string())])
     })?;
     let scenario = scenario.with_defaults();
     let errors = scenario.validate();
     if errors.is_empty() {
         Ok(scenario)
     } else {
-        Err(ScenarioErrors(
-            errors
-                .into_iter()
-                .map(|(field, message)| ScenarioError { origin: origin.to_string(), field, message })
-                .collect(),
-        ))
+        Err(ScenarioErrors(errors.into_iter().map(|(field, message)| locate(field, message)).collect()))
     }
+}
+
+/// The line (from 1) of `text` that sets dotted `field`, or a table or inline table holding it.
+fn line_of(text: &str, field: &str) -> Option<usize> {
+    let mut table = String::new();
+    let mut found = None;
+    for (i, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if let Some(h) = l.strip_prefix('[').and_then(|h| h.split(']').next()) {
+            table = h.trim().to_string();
+            if field == table || field.starts_with(&format!("{table}.")) && found.is_none() {
+                found = Some(i + 1);
+            }
+            continue;
+        }
+        let Some((key, _)) = l.split_once('=') else { continue };
+        let key = key.trim().trim_matches('"');
+        let path = if table.is_empty() { key.to_string() } else { format!("{table}.{key}") };
+        if field == path || field.starts_with(&format!("{path}.")) {
+            return Some(i + 1);
+        }
+    }
+    found
 }
 
 /// The default scenario for the topology the user's table asks for, as a TOML table.

@@ -1,17 +1,19 @@
 //! The scenario schema: one TOML file describes a DAQ system (`[system]`), its network
 //! (`[network]`) and the run (`[run]`). Every substrate reads the same file.
 //!
-//! Quantities carry their unit in the field name (`_ns`, `_bps`, `_bytes`, `_hz`). Rates and sizes
-//! may also be written with suffixes (`"10G"`, `"600kB"`), see [`crate::units`].
+//! Quantities carry their unit in the field name (`_ns`, `_ms`, `_bps`, `_bytes`, `_hz`). Rates and
+//! sizes may also be written with suffixes (`"10G"`, `"600kB"`, `"1M"`) and durations with a unit
+//! (`"200ms"`, `"5 ms"`), see [`crate::units`].
 
 mod choice;
 mod load;
+mod raw;
 mod validate;
 
 pub use choice::{Credits, Rate};
 pub use load::{apply_set, load, parse_str, ScenarioError};
 
-use crate::units::{de_bps, de_bytes, de_bytes_u32};
+use crate::units::{de_bps, de_bytes, de_bytes_u32, de_ms, de_ns, de_secs};
 use serde::{Deserialize, Serialize};
 
 /// A complete scenario: the DAQ system, its network, and how to run it.
@@ -37,7 +39,7 @@ pub struct System {
     pub readout_units: u32,
     /// Fragments each readout unit holds per event; one data request asks a unit for all of them.
     pub fragments_per_unit: u32,
-    /// Fragment size law: `{ law = "fixed", bytes = 1100 }` or the variable law of seed 003 §7.2
+    /// Fragment size law: `{ law = "fixed", bytes = 1100 }` or the variable law of [ATLAS-DC] §7.2
     /// (`law = "lognormal_normal"`).
     pub fragment_size: FragmentSize,
     /// Worker nodes; each runs one collector (data-collection manager) and `pus_per_node` units.
@@ -48,6 +50,7 @@ pub struct System {
     /// response arrives. `"unlimited"` turns traffic shaping off.
     pub credits_per_node: Credits,
     /// Time a processing unit processes an event after collecting it, in nanoseconds.
+    #[serde(deserialize_with = "de_ns")]
     pub processing_time_ns: u64,
     /// Fraction of the readout units a processing unit collects from per event (0 < f ≤ 1); the
     /// units are chosen per event, deterministically from the seed.
@@ -57,9 +60,11 @@ pub struct System {
     pub request_bytes: u32,
     /// Least delay between a readout unit receiving a request and handing its response to TCP,
     /// in ns.
+    #[serde(deserialize_with = "de_ns")]
     pub readout_service_ns: u64,
     /// Extra service delay, uniform in `[0, readout_service_jitter_ns)`, drawn per request from
     /// the seed (readout software does not answer in lock-step), in ns.
+    #[serde(deserialize_with = "de_ns")]
     pub readout_service_jitter_ns: u64,
     /// The supervisor: assignment rate and policy.
     pub supervisor: SupervisorConfig,
@@ -72,15 +77,16 @@ pub struct SupervisorConfig {
     /// Events made available per second (the Level-1 accept rate seen by the farm), or
     /// `"unbounded"`: an event is assigned whenever a processing unit asks for one.
     pub rate_hz: Rate,
-    /// Assignment policy (seed 003 §7.1): `fcfs`, `random`, `node_round_robin`,
+    /// Assignment policy ([ATLAS-DC] §7.1): `fcfs`, `random`, `node_round_robin`,
     /// `node_load_balance` or `pu_round_robin`.
     pub policy: Policy,
     /// One-way latency of supervisor ↔ processing-unit messages (assignments, requests for
     /// work), in ns. They are tiny and are not put on the simulated data network.
+    #[serde(deserialize_with = "de_ns")]
     pub control_delay_ns: u64,
 }
 
-/// Event assignment policies of seed 003 §7.1.
+/// Event assignment policies of [ATLAS-DC] §7.1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Policy {
@@ -97,7 +103,7 @@ pub enum Policy {
 }
 
 impl Policy {
-    /// All policies, in the order of seed 003 §7.1.
+    /// All policies, in the order of [ATLAS-DC] §7.1.
     pub const ALL: [Policy; 5] =
         [Policy::Fcfs, Policy::Random, Policy::NodeRoundRobin, Policy::NodeLoadBalance, Policy::PuRoundRobin];
 
@@ -115,36 +121,28 @@ impl Policy {
 
 /// Fragment size law.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "law", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(tag = "law", rename_all = "snake_case", try_from = "raw::RawFragmentSize")]
 pub enum FragmentSize {
     /// Every fragment has the same size.
     Fixed {
         /// Fragment size in bytes.
-        #[serde(deserialize_with = "de_bytes_u32")]
         bytes: u32,
     },
-    /// Seed 003 §7.2: `size = base_bytes × X_event + N_fragment`, with `X_event` log-normal
+    /// [ATLAS-DC] §7.2: `size = base_bytes × X_event + N_fragment`, with `X_event` log-normal
     /// (drawn once per event) and `N_fragment` normal with mean 0 (drawn per fragment),
     /// rounded and clamped to at least `min_bytes`.
     LognormalNormal {
         /// Scale of the per-event component, in bytes (the size when `X_event = 1`).
-        #[serde(deserialize_with = "de_bytes_u32")]
         base_bytes: u32,
         /// Location parameter μ of the per-event log-normal (seed: 0).
-        #[serde(default)]
         event_mu: f64,
         /// Scale parameter σ of the per-event log-normal (seed: 0.25).
         event_sigma: f64,
         /// Standard deviation of the per-fragment normal component, in bytes.
         fragment_sd_bytes: f64,
         /// Smallest fragment size, in bytes.
-        #[serde(default = "one", deserialize_with = "de_bytes_u32")]
         min_bytes: u32,
     },
-}
-
-fn one() -> u32 {
-    1
 }
 
 /// Network topology.
@@ -175,9 +173,11 @@ pub struct Network {
     #[serde(deserialize_with = "de_bps")]
     pub node_link_bps: u64,
     /// Propagation delay of every link, in ns.
+    #[serde(deserialize_with = "de_ns")]
     pub link_delay_ns: u64,
     /// Latency a host's network stack adds to every received packet (interrupt moderation,
     /// softirq, socket wake-up), in ns. Together with the links it sets the base RTT.
+    #[serde(deserialize_with = "de_ns")]
     pub host_delay_ns: u64,
     /// Token bucket of each host's transmit side, in ns at its link rate; 0 (default): a real
     /// NIC, whose frames leave back to back at line rate. Above 0 a host sends like a software
@@ -185,6 +185,7 @@ pub struct Network {
     /// leaves at once, and the link rate holds over anything longer. The testbed shapes every
     /// host this way (1 ms unless set here); there the burst leaves as fast as the CPUs allow,
     /// not at once, so the simulator with the same bucket overstates it (`docs/testbed.md`).
+    #[serde(deserialize_with = "de_ns")]
     pub host_burst_ns: u64,
     /// `star` only: the single switch.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -208,7 +209,7 @@ pub struct Network {
 pub struct SwitchConfig {
     /// What switch: `"bridge"` (default), a hardware-like output-queued switch whose ports hold
     /// `buffer` (in the testbed, a Linux bridge with a tbf queue per port); or `"daqring"`,
-    /// daqnet's lossless software switch (seed 000 §III): a queue of `daqring.queue_bytes` per
+    /// daqnet's lossless software switch ([LOSSLESS] §III): a queue of `daqring.queue_bytes` per
     /// data collector, served round-robin at line rate (in the testbed, `daqnet switch` on
     /// AF_PACKET sockets in place of the bridge).
     #[serde(default)]
@@ -244,7 +245,7 @@ pub struct DaqringConfig {
     /// in bytes (default 64 MiB). Frames beyond it are dropped and counted.
     #[serde(deserialize_with = "de_bytes")]
     pub queue_bytes: u64,
-    /// Frames one queue may send per polling cycle (seed 000 §III-A.2); 0: no limit.
+    /// Frames one queue may send per polling cycle ([LOSSLESS] §III-A.2); 0: no limit.
     pub burst_frames: u32,
 }
 
@@ -278,40 +279,35 @@ pub struct CoreConfig {
     pub buffer: BufferConfig,
 }
 
-/// Output buffer scheme of a switch (seed 003 §5.3).
+/// A deep-buffered router's buffer per port when the scenario does not say: 1.5 GB.
+pub const DEEP_PORT_BYTES: u64 = 1_500_000_000;
+
+/// Output buffer scheme of a switch ([ATLAS-DC] §5.3).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "scheme", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(tag = "scheme", rename_all = "snake_case", try_from = "raw::RawBuffer")]
 pub enum BufferConfig {
     /// Each output port has its own buffer: a frame is dropped when it does not fit.
     Dedicated {
         /// Buffer per output port, in bytes (Ethernet frames, header to FCS).
-        #[serde(deserialize_with = "de_bytes")]
         port_bytes: u64,
     },
     /// Groups of `ports_per_pool` consecutive output ports share a pool; each port may also
     /// hold at most `port_cap_bytes`.
     Shared {
         /// Size of each shared pool, in bytes.
-        #[serde(deserialize_with = "de_bytes")]
         pool_bytes: u64,
         /// Output ports sharing one pool.
         ports_per_pool: u32,
         /// Most any one port may hold, in bytes; at or above `pool_bytes` the memory is fully
         /// shared (only the pool limits a port).
-        #[serde(deserialize_with = "de_bytes")]
         port_cap_bytes: u64,
     },
-    /// A deep-buffered router (seed 003: 1.5 GB per line-card module): per-port buffers of
+    /// A deep-buffered router ([ATLAS-DC]: 1.5 GB per line-card module): per-port buffers of
     /// `port_bytes`, large enough that drops are not expected.
     Deep {
         /// Buffer per output port, in bytes.
-        #[serde(deserialize_with = "de_bytes", default = "deep_default")]
         port_bytes: u64,
     },
-}
-
-fn deep_default() -> u64 {
-    1_500_000_000
 }
 
 /// Congestion control algorithm of the simulated TCP senders.
@@ -319,11 +315,11 @@ fn deep_default() -> u64 {
 #[serde(rename_all = "snake_case")]
 pub enum CongestionControl {
     /// Reno AIMD (slow start, congestion avoidance, halving on loss); with `sack = false` loss
-    /// recovery is NewReno (RFC 6582), as in the seed 003 simulation model.
+    /// recovery is NewReno (RFC 6582), as in the [ATLAS-DC] simulation model.
     Newreno,
     /// CUBIC (RFC 9438, as in Linux; what the measured ATLAS system ran).
     Cubic,
-    /// A fixed congestion window of `static_cwnd_segments`, never changed (seed 002's remedy).
+    /// A fixed congestion window of `static_cwnd_segments`, never changed ([DAQ-NETS]'s remedy).
     Static,
 }
 
@@ -340,10 +336,13 @@ pub struct TcpConfig {
     /// Selective acknowledgements and SACK-based loss recovery (on by default, like Linux).
     pub sack: bool,
     /// Minimum retransmission timeout, in ns (Linux: 200 ms).
+    #[serde(deserialize_with = "de_ns")]
     pub min_rto_ns: u64,
     /// Maximum retransmission timeout after back-off, in ns (Linux: 120 s).
+    #[serde(deserialize_with = "de_ns")]
     pub max_rto_ns: u64,
     /// Retransmission timeout before any RTT sample, in ns (RFC 6298: 1 s).
+    #[serde(deserialize_with = "de_ns")]
     pub initial_rto_ns: u64,
     /// Duplicate ACKs (or SACKed segments above a hole) that mark a segment lost.
     pub dupack_threshold: u32,
@@ -353,6 +352,7 @@ pub struct TcpConfig {
     /// lossless path the delayed-ACK timer can never be what fires a retransmission timeout —
     /// unless `min_rto_ns` is within two `timer_hz` ticks, where both timers land on the same
     /// tick (as in Linux: 5 ms at 250 Hz).
+    #[serde(deserialize_with = "de_ns")]
     pub delayed_ack_ns: u64,
     /// Segments acknowledged at once after a connection starts or sees out-of-order data
     /// (Linux quick-ACK mode: 16).
@@ -392,6 +392,7 @@ pub struct Run {
     pub seed: u64,
     /// Stop after this much simulated (sim) or wall (run, testbed) time, in seconds; events not
     /// built by then are reported as abandoned.
+    #[serde(deserialize_with = "de_secs")]
     pub time_limit_s: f64,
 }
 
@@ -412,11 +413,14 @@ pub struct Deploy {
     pub tcp_congestion: String,
     /// How long a role waits for its peers at start-up before giving up and naming who is
     /// missing, in ms.
+    #[serde(deserialize_with = "de_ms")]
     pub startup_timeout_ms: u64,
     /// Every connection carries a heartbeat frame at least this often, in ms.
+    #[serde(deserialize_with = "de_ms")]
     pub heartbeat_ms: u64,
     /// A peer silent for this long (no data, no heartbeat) is declared hung, in ms. Under heavy
     /// incast, TCP back-off alone can silence a connection for seconds: raise it for such runs.
+    #[serde(deserialize_with = "de_ms")]
     pub peer_timeout_ms: u64,
     /// Largest frame accepted on any connection, in bytes; a bigger one closes the connection.
     #[serde(deserialize_with = "de_bytes")]
@@ -510,7 +514,7 @@ impl Network {
         SwitchConfig { kind: SwitchKind::Bridge, buffer: default_switch_buffer(), daqring: DaqringConfig::default() }
     }
 
-    /// Default readout group switch (seed 003 §4.1): 16 hosts, 10GbE uplinks, under-subscribed,
+    /// Default readout group switch ([ATLAS-DC] §4.1): 16 hosts, 10GbE uplinks, under-subscribed,
     /// with generous dedicated buffers.
     pub fn default_readout_switch() -> AccessSwitch {
         AccessSwitch {
@@ -520,14 +524,14 @@ impl Network {
         }
     }
 
-    /// Default top-of-rack switch: seed 003 "Switch 1", 600 kB dedicated per port.
+    /// Default top-of-rack switch: [ATLAS-DC] "Switch 1", 600 kB dedicated per port.
     pub fn default_rack_switch() -> AccessSwitch {
         AccessSwitch { hosts: 40, uplink_bps: 10_000_000_000, buffer: BufferConfig::Dedicated { port_bytes: 600_000 } }
     }
 
     /// Default core: two deep-buffered routers.
     pub fn default_core() -> CoreConfig {
-        CoreConfig { routers: 2, buffer: BufferConfig::Deep { port_bytes: deep_default() } }
+        CoreConfig { routers: 2, buffer: BufferConfig::Deep { port_bytes: DEEP_PORT_BYTES } }
     }
 
     /// TCP maximum segment size in bytes for this MTU (IPv4 20 + TCP 20 + timestamps 12).

@@ -33,6 +33,53 @@ pub struct Conn {
     pub write: BoxWrite,
     /// The peer's address, for messages.
     pub peer: String,
+    /// The kernel's counters of the connection, where the transport has them (TCP).
+    pub stats: Option<TcpStats>,
+}
+
+/// What the kernel counted on one TCP connection, as `getsockopt(TCP_INFO)` reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TcpCount {
+    /// Segments retransmitted (`tcpi_total_retrans`).
+    pub retransmits: u64,
+    /// Retransmission timeouts (`tcpi_total_rto`, Linux ≥ 6.7; `None` on older kernels).
+    pub timeouts: Option<u64>,
+}
+
+/// Reads a TCP connection's counters. Holds its own descriptor of the socket (a `dup`), so it
+/// reads the right socket for as long as it lives, however the connection's halves end.
+pub struct TcpStats(std::os::fd::OwnedFd);
+
+/// Offsets in Linux's `struct tcp_info` (include/uapi/linux/tcp.h): `tcpi_total_retrans` (a
+/// u32 since 2.6), `tcpi_total_rto` (a u16 after `tcpi_rehash`, since 6.7).
+const TOTAL_RETRANS_AT: usize = 100;
+const TOTAL_RTO_AT: usize = 240;
+
+impl TcpStats {
+    fn of(fd: std::os::fd::BorrowedFd<'_>) -> Option<TcpStats> {
+        fd.try_clone_to_owned().ok().map(TcpStats)
+    }
+
+    /// The counters now, or `None` if the kernel does not say.
+    pub fn read(&self) -> Option<TcpCount> {
+        use std::os::fd::AsRawFd;
+        let mut buf = [0u8; 512];
+        let mut len = buf.len() as libc::socklen_t;
+        // SAFETY: getsockopt writes at most `len` bytes into `buf` and sets `len`.
+        let rc = unsafe {
+            libc::getsockopt(self.0.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_INFO, buf.as_mut_ptr().cast(), &mut len)
+        };
+        let len = len as usize;
+        if rc != 0 || len < TOTAL_RETRANS_AT + 4 {
+            return None;
+        }
+        let u32_at = |i: usize| u32::from_ne_bytes(buf[i..i + 4].try_into().expect("4 bytes")) as u64;
+        let u16_at = |i: usize| u16::from_ne_bytes(buf[i..i + 2].try_into().expect("2 bytes")) as u64;
+        Some(TcpCount {
+            retransmits: u32_at(TOTAL_RETRANS_AT),
+            timeouts: (len >= TOTAL_RTO_AT + 2).then(|| u16_at(TOTAL_RTO_AT)),
+        })
+    }
 }
 
 /// Accepts connections.
@@ -100,9 +147,11 @@ async fn resolve(addr: &str) -> io::Result<SocketAddr> {
 
 /// An established stream as a [`Conn`].
 fn conn(s: tokio::net::TcpStream) -> Conn {
+    use std::os::fd::AsFd;
     let peer = s.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+    let stats = TcpStats::of(s.as_fd());
     let (r, w) = s.into_split();
-    Conn { read: Box::new(r), write: Box::new(w), peer }
+    Conn { read: Box::new(r), write: Box::new(w), peer, stats }
 }
 
 struct TcpListener {
@@ -146,5 +195,26 @@ impl Transport for Tcp {
             let socket = tokio::net::TcpSocket::from_std_stream(s.into());
             Ok(conn(socket.connect(at).await?))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fresh loopback connection has its counters readable, at zero.
+    #[test]
+    fn tcp_info_of_a_fresh_connection_reads_zero() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let t = Tcp { congestion: "cubic".into() };
+            let mut l = t.listen("127.0.0.1:0").await.unwrap();
+            let addr = l.local_addr();
+            let (c, a) = tokio::join!(t.connect(&addr), l.accept());
+            let (c, _a) = (c.unwrap(), a.unwrap());
+            let n = c.stats.as_ref().expect("TCP has counters").read().expect("the kernel reports them");
+            assert_eq!(n.retransmits, 0);
+            assert!(n.timeouts.is_none_or(|t| t == 0));
+        });
     }
 }

@@ -164,6 +164,20 @@ pub enum Message {
     },
     /// Supervisor → all: the run is over; send final counters and exit.
     Stop,
+    /// Readout unit → supervisor: its data connections' kernel counters (`TCP_INFO`), by node,
+    /// sent every second and when the run stops.
+    Tcp(Vec<NodeTcp>),
+}
+
+/// One data connection's kernel counters, as a readout unit reports them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeTcp {
+    /// The node at the other end.
+    pub node: NodeId,
+    /// Segments retransmitted.
+    pub retransmits: u64,
+    /// Retransmission timeouts (`None`: the kernel does not count them per socket).
+    pub timeouts: Option<u64>,
 }
 
 /// A collector's counters.
@@ -252,6 +266,7 @@ impl Message {
             Message::Heartbeat => 13,
             Message::Fault { .. } => 14,
             Message::Stop => 15,
+            Message::Tcp(_) => 16,
         }
     }
 
@@ -302,6 +317,14 @@ impl Message {
                 body.put_u64_le(s.peak_outstanding_fragments);
                 body.put_u64_le(s.fragments_verified);
                 body.put_u64_le(s.fragments_corrupt);
+            }
+            Message::Tcp(counts) => {
+                body.put_u32_le(counts.len() as u32);
+                for c in counts {
+                    body.put_u32_le(c.node.0);
+                    body.put_u64_le(c.retransmits);
+                    body.put_u64_le(c.timeouts.unwrap_or(u64::MAX));
+                }
             }
             Message::Fault { culprit, fatal, event, detail } => {
                 body.put_u8(role_code(*culprit));
@@ -432,6 +455,19 @@ impl Message {
                     detail: take_str(b, "fault detail")?,
                 }
             }
+            16 => {
+                need(b, 4, "tcp")?;
+                let n = b.get_u32_le() as usize;
+                if b.remaining() != n * 20 {
+                    return Err(WireError(format!("tcp: {n} counts in {} bytes", b.remaining())));
+                }
+                let count = |b: &mut Bytes| NodeTcp {
+                    node: NodeId(b.get_u32_le()),
+                    retransmits: b.get_u64_le(),
+                    timeouts: Some(b.get_u64_le()).filter(|&t| t != u64::MAX),
+                };
+                Message::Tcp((0..n).map(|_| count(b)).collect())
+            }
             k => return Err(WireError(format!("unknown message kind {k}"))),
         };
         if b.has_remaining() {
@@ -496,6 +532,10 @@ mod tests {
                 detail: "bad payload".into(),
             },
             Message::Stop,
+            Message::Tcp(vec![
+                NodeTcp { node: NodeId(0), retransmits: 5, timeouts: Some(2) },
+                NodeTcp { node: NodeId(3), retransmits: 0, timeouts: None },
+            ]),
         ]
     }
 

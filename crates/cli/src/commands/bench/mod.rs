@@ -1,4 +1,4 @@
-//! `daqnet bench`: simulator speed on the reference loads of issue 2, the parallel sweep, and
+//! `daqnet bench`: simulator speed on its reference loads, the parallel sweep, and
 //! the real event builder against raw TCP ([`run`]).
 //!
 //! Each case runs in a child process so its peak memory can be read on its own. Speed is

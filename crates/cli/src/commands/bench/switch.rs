@@ -1,5 +1,5 @@
 //! The software switch's benchmark: one TCP stream through a two-host testbed, once through the
-//! kernel bridge and once through the daqring switch, in the same run (issue 6: ≥ 1.5 Gb/s).
+//! kernel bridge and once through the daqring switch, in the same run (goal: ≥ 1.5 Gb/s).
 //! Links are 40 Gb/s, so the hosts' shapers do not limit; offloads are off, as in every testbed.
 
 use daqnet_testbed::lifecycle::{check_prerequisites, Owned};

@@ -8,13 +8,15 @@ pub mod state;
 #[cfg(test)]
 pub(crate) use buffer::generate;
 
-use super::{ms, wake_at, Joined, Setup, SupervisorEvents};
+use super::{every, ms, wake_at, Joined, Setup, SupervisorEvents};
 use crate::net::link::Sender;
 use crate::role::RoleId;
 use anyhow::{anyhow, bail, Context};
 use daqnet_core::{EventId, Nanos, NodeId, ReadoutId, Scenario};
 use state::{Input, Output, ReadoutState};
-use std::collections::HashMap;
+use crate::net::transport::TcpStats;
+use crate::wire::{Message, NodeTcp};
+use std::collections::{BTreeMap, HashMap};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -36,12 +38,30 @@ enum Ev {
     In(Input),
     Joined(Joined),
     SupervisorLost(String),
+    /// Time to report the data connections' kernel counters.
+    Tick,
 }
 
 /// The connections of a running readout unit.
 struct Links {
     supervisor: Sender,
     collectors: HashMap<NodeId, (Sender, JoinHandle<()>)>,
+    /// Every collector connection's kernel counters, kept after the connection ends.
+    stats: BTreeMap<NodeId, TcpStats>,
+}
+
+impl Links {
+    /// Tells the supervisor what the kernel counted on every data connection.
+    fn report_tcp(&self) {
+        let counts: Vec<NodeTcp> = self
+            .stats
+            .iter()
+            .filter_map(|(&node, s)| s.read().map(|c| NodeTcp { node, retransmits: c.retransmits, timeouts: c.timeouts }))
+            .collect();
+        if !counts.is_empty() {
+            self.supervisor.send(&Message::Tcp(counts));
+        }
+    }
 }
 
 /// Runs one readout unit until the supervisor stops the run.
@@ -59,8 +79,11 @@ pub async fn run(sc: &Scenario, opts: ReadoutOptions) -> anyhow::Result<()> {
     // Collectors connect and say which node they are.
     setup.accept_hellos(listener, tx.clone(), Ev::Joined);
     let mut state = ReadoutState::new(sc, opts.index, opts.corrupt_events.clone());
-    let mut links = Links { supervisor: sup, collectors: HashMap::new() };
+    let mut links = Links { supervisor: sup, collectors: HashMap::new(), stats: BTreeMap::new() };
+    let tick = every(ms(1000), &tx, || Ev::Tick);
     let result = serve(&setup, &mut state, &mut rx, &tx, &mut links).await;
+    tick.abort();
+    links.report_tcp();
     for (link, task) in links.collectors.into_values() {
         link.close();
         let _ = tokio::time::timeout(ms(1000), task).await;
@@ -88,6 +111,10 @@ async fn serve(
             ev = rx.recv() => {
                 let input = match ev.expect("the loop holds a sender") {
                     Ev::SupervisorLost(reason) => bail!("supervisor connection lost: {reason}"),
+                    Ev::Tick => {
+                        links.report_tcp();
+                        continue;
+                    }
                     Ev::Joined(j) => {
                         join(setup, state, links, tx, j);
                         continue;
@@ -134,7 +161,11 @@ fn join(setup: &Setup, state: &mut ReadoutState, links: &mut Links, tx: &Unbound
         eprintln!("{me}: refused the connection from {}: {why}", j.conn.peer);
         return;
     }
-    let (sender, task) = setup.link(j.conn, j.rest, tx.clone(), move |m| {
+    let mut conn = j.conn;
+    if let Some(s) = conn.stats.take() {
+        links.stats.insert(node, s);
+    }
+    let (sender, task) = setup.link(conn, j.rest, tx.clone(), move |m| {
         Some(Ev::In(match m {
             Ok(m) => Input::Collector(node, m),
             Err(_) => Input::CollectorLost(node),

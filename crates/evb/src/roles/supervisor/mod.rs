@@ -320,7 +320,7 @@ async fn shutdown(state: &mut RunState, rx: &mut UnboundedReceiver<Ev>, links: &
     let until = Instant::now() + ms(1500);
     while open > 0 {
         match tokio::time::timeout_at(until, rx.recv()).await {
-            Ok(Some(Ev::Msg(RoleId::Collector(n), m))) => state.on_final(n, m),
+            Ok(Some(Ev::Msg(role, m))) => state.on_final(role, m),
             Ok(Some(Ev::Lost(..))) => open -= 1,
             Ok(Some(_)) => {}
             Ok(None) | Err(_) => break,

@@ -6,10 +6,10 @@ use super::tally::{BuiltReport, Fault, RunTally};
 use super::Outcome;
 use crate::metrics::{Metrics, NodeLabel};
 use crate::role::RoleId;
-use crate::wire::Message;
+use crate::wire::{Message, NodeTcp};
 use daqnet_core::dataflow::{startup_order, Supervisor};
 use daqnet_core::report::EventRecord;
-use daqnet_core::{Layout, Nanos, NodeId, Scenario, NS_PER_S};
+use daqnet_core::{Layout, Nanos, NodeId, ReadoutId, Scenario, NS_PER_S};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
@@ -77,6 +77,8 @@ pub struct RunState {
     warmup: u64,
     stall: Nanos,
     window: VecDeque<(Nanos, u64, u64)>,
+    /// Events built per second and payload bit/s over the last second (for the progress line).
+    rates: (f64, f64),
     out: VecDeque<Output>,
 }
 
@@ -117,6 +119,7 @@ impl RunState {
             // A stuck run: nothing finished for ten peer timeouts (at least 10 s).
             stall: 10 * sc.deploy.peer_timeout_ms.max(1000) * 1_000_000,
             window: VecDeque::new(),
+            rates: (0.0, 0.0),
             out,
         };
         s.assign(t0);
@@ -129,6 +132,7 @@ impl RunState {
         match input {
             Input::Trigger => {}
             Input::Msg(RoleId::Collector(n), m) => self.on_collector(now, n, m),
+            Input::Msg(RoleId::Readout(r), Message::Tcp(counts)) => self.on_tcp(r, &counts),
             Input::Msg(peer, Message::Fault { culprit, fatal, event, detail }) => self.fault(
                 now,
                 Fault { culprit, noticed_by: peer, reason: detail, events: event.into_iter().collect(), fatal },
@@ -189,6 +193,18 @@ impl RunState {
         }
     }
 
+    fn on_tcp(&mut self, readout: ReadoutId, counts: &[NodeTcp]) {
+        self.tally.on_tcp(readout, counts);
+        for node in counts.iter().map(|c| c.node).filter(|&n| self.layout.has_node(n)) {
+            let (retransmits, timeouts) = self.tally.tcp_of(node);
+            let label = NodeLabel { node: node.0 };
+            advance(&self.metrics.tcp_retransmits.get_or_create(&label), retransmits);
+            if let Some(t) = timeouts {
+                advance(&self.metrics.tcp_timeouts.get_or_create(&label), t);
+            }
+        }
+    }
+
     fn fault(&mut self, now: Nanos, f: Fault) {
         self.metrics.faults.inc();
         self.tally.on_fault(f, now);
@@ -207,8 +223,7 @@ impl RunState {
         let (t, b, y) = self.window[0];
         let dt = (now - t) as f64 / NS_PER_S as f64;
         if dt > 0.0 {
-            self.metrics.event_rate_hz.set((built - b) as f64 / dt);
-            self.metrics.goodput_bps.set((bytes - y) as f64 * 8.0 / dt);
+            self.rates = ((built - b) as f64 / dt, (bytes - y) as f64 * 8.0 / dt);
         }
         self.metrics.events_in_flight.set(self.tally.in_flight() as i64);
         if self.tally.stalled(now, self.stall) {
@@ -254,18 +269,20 @@ impl RunState {
             finished: self.tally.finished(),
             total: self.total,
             assigned: self.sup.events_assigned(),
-            rate_hz: self.metrics.event_rate_hz.get(),
-            goodput_bps: self.metrics.goodput_bps.get(),
+            rate_hz: self.rates.0,
+            goodput_bps: self.rates.1,
             in_flight: self.tally.in_flight(),
             credits_in_use: self.tally.credits_in_use(),
             faults: self.tally.faults(),
         }
     }
 
-    /// A final message from a collector after the run (its last counters).
-    pub fn on_final(&mut self, node: NodeId, m: Message) {
-        if let Message::Status(s) = m {
-            self.tally.on_status(node, s);
+    /// A final message from a role after the run (its last counters).
+    pub fn on_final(&mut self, from: RoleId, m: Message) {
+        match (from, m) {
+            (RoleId::Collector(node), Message::Status(s)) => self.tally.on_status(node, s),
+            (RoleId::Readout(r), Message::Tcp(counts)) => self.on_tcp(r, &counts),
+            _ => {}
         }
     }
 
@@ -275,6 +292,14 @@ impl RunState {
         let mut o = self.tally.finish(sc, origin, self.sup.events_assigned(), target, wall_s);
         o.report.interrupted = self.interrupted;
         o
+    }
+}
+
+/// Moves a counter up to `total` (the kernel's totals only grow; a lower value is ignored).
+fn advance(c: &prometheus_client::metrics::counter::Counter, total: u64) {
+    let now = c.get();
+    if total > now {
+        c.inc_by(total - now);
     }
 }
 

@@ -4,10 +4,10 @@
 
 use super::Outcome;
 use crate::role::RoleId;
-use crate::wire::CollectorStatus;
+use crate::wire::{CollectorStatus, NodeTcp};
 use daqnet_core::report::{FaultRecord, Measure, NodeStats, NotBuilt, RunReport, Track};
 use daqnet_core::scenario::Credits;
-use daqnet_core::{EventId, Layout, Nanos, NodeId, PuId, Scenario, NS_PER_S};
+use daqnet_core::{EventId, Layout, Nanos, NodeId, PuId, ReadoutId, Scenario, NS_PER_S};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Copy)]
@@ -58,6 +58,8 @@ pub struct RunTally {
     faults: Vec<FaultRecord>,
     fatal: Option<usize>,
     statuses: Vec<CollectorStatus>,
+    /// The latest kernel counters of every data connection, by (readout unit, node).
+    tcp: BTreeMap<(ReadoutId, NodeId), NodeTcp>,
     finished: u64,
     built: u64,
     bytes: u64,
@@ -78,6 +80,7 @@ impl RunTally {
             faults: Vec::new(),
             fatal: None,
             statuses: vec![CollectorStatus::default(); layout.nodes() as usize],
+            tcp: BTreeMap::new(),
             finished: 0,
             built: 0,
             bytes: 0,
@@ -154,6 +157,20 @@ impl RunTally {
         });
     }
 
+    /// A readout unit's data connections' kernel counters (totals so far, so the latest wins).
+    pub fn on_tcp(&mut self, readout: ReadoutId, counts: &[NodeTcp]) {
+        for c in counts.iter().filter(|c| self.layout.has_node(c.node)) {
+            self.tcp.insert((readout, c.node), *c);
+        }
+    }
+
+    /// Retransmissions and timeouts on the connections into `node`, as last reported (timeouts
+    /// `None` unless every connection's are known).
+    pub fn tcp_of(&self, node: NodeId) -> (u64, Option<u64>) {
+        let into = self.tcp.iter().filter(|((_, n), _)| *n == node).map(|(_, c)| c);
+        sum_tcp(into)
+    }
+
     /// A collector's counters.
     pub fn on_status(&mut self, node: NodeId, s: CollectorStatus) {
         self.statuses[node.index()] = s;
@@ -218,9 +235,19 @@ impl RunTally {
         report.events_not_built = NotBuilt { timed_out: 0, lost, abandoned };
         report.wall_s = wall_s;
         report.nodes = node_stats(&self.statuses, sc.system.credits_per_node);
+        if !self.tcp.is_empty() {
+            let (retransmits, timeouts) = sum_tcp(self.tcp.values());
+            report.tcp.retransmits = retransmits;
+            report.tcp.timeouts = timeouts.unwrap_or(0);
+            report.tcp_source = if timeouts.is_some() { "tcp_info".into() } else { "tcp_info without timeouts".into() };
+        }
         report.faults = self.faults;
         Outcome { report }
     }
+}
+
+fn sum_tcp<'a>(counts: impl Iterator<Item = &'a NodeTcp>) -> (u64, Option<u64>) {
+    counts.fold((0, Some(0)), |(r, t), c| (r + c.retransmits, t.zip(c.timeouts).map(|(a, b)| a + b)))
 }
 
 fn node_stats(statuses: &[CollectorStatus], credits: Credits) -> Vec<NodeStats> {
