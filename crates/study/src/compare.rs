@@ -169,9 +169,7 @@ pub fn agreement(pairs: &[Pair], c: &Criteria) -> Agreement {
     let quiet: Vec<&Pair> = pairs.iter().filter(|p| p.no_timeouts()).collect();
     let close = quiet.iter().filter(|p| (p.median_ratio() - 1.0).abs() <= c.median_tolerance).count();
     let shares = pairs.iter().filter(|p| shares_agree(p.reference.share(), p.model.share(), c)).count();
-    // The first axis's line: every other axis at the value of the first point.
-    let rest = |p: &Pair| p.values.iter().skip(1).cloned().collect::<Vec<_>>();
-    let line: Vec<&Pair> = pairs.iter().filter(|p| pairs.first().is_some_and(|f| rest(f) == rest(p))).collect();
+    let line = onset_line(pairs);
     let onsets = (onset(&line, |p| &p.reference, c), onset(&line, |p| &p.model, c));
     let onset_agrees = match &onsets {
         (None, None) => true,
@@ -231,36 +229,36 @@ pub fn write_csv(pairs: &[Pair], path: &Path, names: (&str, &str)) -> anyhow::Re
     Ok(())
 }
 
-/// The comparison as a text table plus the agreement figures.
+/// The comparison as an aligned text table plus the agreement figures.
 pub fn render(pairs: &[Pair], a: &Agreement, c: &Criteria, names: (&str, &str)) -> String {
-    let mut s = String::new();
-    let axis = pairs.first().map(|p| p.values.iter().map(|(a, _)| a.as_str()).collect::<Vec<_>>().join(" × "));
-    let _ = writeln!(s, "{:<22} | {:^52} | {:^52} | sim/tb", axis.unwrap_or_default(), names.0, names.1);
-    let sub = format!("{:>9} {:>9} {:>8} {:>7} {:>7} {:>7}", "median", "p99", "≥100ms", "drops", "RTOs", "Gb/s");
-    let _ = writeln!(s, "{:<22} | {sub} | {sub} | median goodput", "");
-    for p in pairs {
-        let v = p.values.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>().join(" × ");
-        let side = |r: &Runs| {
-            format!(
-                "{:>9.2} {:>9.2} {:>7.1}% {:>7.0} {:>7.0} {:>7.3}",
-                r.median_ms(),
-                r.p99_ms(),
-                100.0 * r.share(),
-                r.drops(),
-                r.timeouts(),
-                r.goodput_bps() / 1e9
-            )
-        };
-        let mark = if p.no_timeouts() { "" } else { " (RTOs)" };
-        let _ = writeln!(
-            s,
-            "{v:<22} | {} | {} | {:.2} {:.2}{mark}",
-            side(&p.reference),
-            side(&p.model),
-            p.median_ratio(),
-            p.goodput_ratio()
-        );
+    let axis = pairs.first().map(|p| p.values.iter().map(|(a, _)| short(a)).collect::<Vec<_>>().join(" × "));
+    let mut header = vec![axis.unwrap_or_default()];
+    for side in [names.0, names.1] {
+        header.extend(["median ms", "p99 ms", "≥100ms", "drops", "RTOs", "Gb/s"].map(|h| format!("{side} {h}")));
     }
+    header.extend(["median sim/tb".to_string(), "goodput sim/tb".to_string()]);
+    let side = |r: &Runs| {
+        vec![
+            format!("{:.2}", r.median_ms()),
+            format!("{:.2}", r.p99_ms()),
+            format!("{:.1} %", 100.0 * r.share()),
+            format!("{:.0}", r.drops()),
+            format!("{:.0}", r.timeouts()),
+            format!("{:.3}", r.goodput_bps() / 1e9),
+        ]
+    };
+    let rows: Vec<Vec<String>> = pairs
+        .iter()
+        .map(|p| {
+            let mut row = vec![p.values.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>().join(" × ")];
+            row.extend(side(&p.reference));
+            row.extend(side(&p.model));
+            row.push(format!("{:.2}{}", p.median_ratio(), if p.no_timeouts() { "" } else { " (RTOs)" }));
+            row.push(format!("{:.2}", p.goodput_ratio()));
+            row
+        })
+        .collect();
+    let mut s = crate::table::aligned(&header, &rows);
     if pairs.iter().any(|p| p.reference.0.len() > 1 || p.model.0.len() > 1) {
         let _ = writeln!(s, "several runs per point: the figures above are means; share ≥ 100 ms, lowest–highest run:");
         let range = |r: &Runs| match r.share_range() {
@@ -283,18 +281,42 @@ pub fn render(pairs: &[Pair], a: &Agreement, c: &Criteria, names: (&str, &str)) 
         format!("points within a factor {} (or both < {:.0} %)", c.share_factor, 100.0 * c.incast_share),
     );
     count("goodput", a.goodputs, format!("points within ±{:.0} %", 100.0 * c.goodput_tolerance));
-    let show = |o: &Option<String>| o.clone().unwrap_or_else(|| "none in range".into());
+    let line = onset_line(pairs);
     let _ = writeln!(
         s,
-        "incast onset (first value where ≥ {:.0} % of events wait ≥ 100 ms changes): {} {}, {} {} — {}",
+        "incast onset along {} (≥ {:.0} % of events wait ≥ 100 ms): {}; {} — {}",
+        pairs.first().and_then(|p| p.values.first()).map_or(String::new(), |(a, _)| short(a)),
         100.0 * c.incast_share,
-        names.0,
-        show(&a.onsets.0),
-        names.1,
-        show(&a.onsets.1),
+        states(&line, |p| &p.reference, names.0, c),
+        states(&line, |p| &p.model, names.1, c),
         verdict(a.onset_agrees)
     );
     s
+}
+
+/// The last part of a dotted path: what a table column or figure calls it.
+fn short(path: &str) -> String {
+    path.rsplit('.').next().unwrap_or(path).to_string()
+}
+
+/// The points along the first axis, the other axes at the first point's values.
+fn onset_line(pairs: &[Pair]) -> Vec<&Pair> {
+    let rest = |p: &Pair| p.values.iter().skip(1).cloned().collect::<Vec<_>>();
+    pairs.iter().filter(|p| pairs.first().is_some_and(|f| rest(f) == rest(p))).collect()
+}
+
+/// Where one side has incast along the line: "sim: incast at 100kB, 200kB; none at 400kB, 4MB".
+fn states(line: &[&Pair], side: impl Fn(&Pair) -> &Runs, name: &str, c: &Criteria) -> String {
+    let value = |p: &Pair| p.values.first().map(|(_, v)| v.clone()).unwrap_or_default();
+    let (yes, no): (Vec<&Pair>, Vec<&Pair>) = line.iter().copied().partition(|p| side(p).share() >= c.incast_share);
+    let list = |v: &[&Pair]| {
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.iter().map(|p| value(p)).collect::<Vec<_>>().join(", ")
+        }
+    };
+    format!("{name} has it at {}, not at {}", list(&yes), list(&no))
 }
 
 #[cfg(test)]
@@ -339,7 +361,9 @@ mod tests {
         assert_eq!(a.goodputs, (1, 4));
         let text = render(&pairs, &a, &c, ("testbed", "sim"));
         assert!(text.contains("1 of 2 within ±20 % — MISSES"), "{text}");
-        assert!(text.contains("onset") && text.contains("— agrees"), "{text}");
+        let onset = "incast onset along port_bytes (≥ 1 % of events wait ≥ 100 ms): testbed has it at 100kB, 200kB, \
+                     not at 400kB, 4MB; sim has it at 100kB, 200kB, not at 400kB, 4MB — agrees";
+        assert!(text.contains(onset), "{text}");
     }
 
     #[test]

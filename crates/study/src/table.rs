@@ -67,6 +67,25 @@ fn row(meta: &PointMeta, report: &RunReport, axes: &[String], dir: &Path, out: &
     r
 }
 
+/// Rows of text as an aligned plain-text table: a header line, then one line per row, numbers
+/// right-aligned, columns two spaces apart, no borders (so it pastes into notes and mails).
+pub fn aligned(header: &[String], rows: &[Vec<String>]) -> String {
+    use comfy_table::{presets::NOTHING, CellAlignment, Table as Text};
+    let mut t = Text::new();
+    t.load_preset(NOTHING).set_header(header.to_vec());
+    for r in rows {
+        t.add_row(r.clone());
+    }
+    let last = header.len().saturating_sub(1);
+    for (i, col) in t.column_iter_mut().enumerate() {
+        // Quantities (they start with a digit: 17.9, 100kB, 12 %) line up on the right.
+        let quantity = rows.iter().all(|r| r.get(i).is_none_or(|c| c.is_empty() || c.starts_with(|ch: char| ch.is_ascii_digit())));
+        col.set_cell_alignment(if quantity { CellAlignment::Right } else { CellAlignment::Left });
+        col.set_padding((0, if i == last { 0 } else { 2 }));
+    }
+    t.to_string().lines().map(|l| l.trim_end().to_string() + "\n").collect()
+}
+
 /// A table read back for plotting: column names and rows of text cells.
 #[derive(Debug, Clone)]
 pub struct Table {

@@ -136,8 +136,10 @@ pub fn finish(done: &Executed, out: &Path, quiet: bool) -> anyhow::Result<ExitCo
 fn overview(t: &Table) -> String {
     let first = t.columns.iter().position(|c| c == "events_built").unwrap_or(t.columns.len());
     let wanted = ["latency_mean_ms", "latency_median_ms", "latency_p99_ms", "share_ge_100ms", "timeouts", "drops"];
+    // Identifying columns that are the same on every row (one series, one repeat) say nothing.
+    let varies = |i: usize| t.rows.iter().any(|r| r[i] != t.rows[0][i]);
     let cols: Vec<usize> = (1..first)
-        .filter(|&i| t.columns[i] != "seed")
+        .filter(|&i| t.columns[i] != "seed" && (varies(i) || t.columns[i].contains('.')))
         .chain(wanted.iter().filter_map(|w| t.columns.iter().position(|c| c == w)))
         .collect();
     let short = |c: &str| c.rsplit('.').next().unwrap_or(c).replace("latency_", "").to_string();
@@ -145,20 +147,7 @@ fn overview(t: &Table) -> String {
         Ok(v) if r[i].contains('.') => format!("{v:.3}"),
         _ => r[i].clone(),
     };
-    let width: Vec<usize> = cols
-        .iter()
-        .map(|&i| t.rows.iter().map(|r| cell(r, i).len()).chain([short(&t.columns[i]).len()]).max().unwrap_or(0))
-        .collect();
-    let mut s = String::new();
-    for (k, &i) in cols.iter().enumerate() {
-        s.push_str(&format!("{:>w$}  ", short(&t.columns[i]), w = width[k]));
-    }
-    s.push('\n');
-    for r in &t.rows {
-        for (k, &i) in cols.iter().enumerate() {
-            s.push_str(&format!("{:>w$}  ", cell(r, i), w = width[k]));
-        }
-        s.push('\n');
-    }
-    s
+    let header: Vec<String> = cols.iter().map(|&i| short(&t.columns[i])).collect();
+    let rows: Vec<Vec<String>> = t.rows.iter().map(|r| cols.iter().map(|&i| cell(r, i)).collect()).collect();
+    daqnet_study::table::aligned(&header, &rows)
 }
