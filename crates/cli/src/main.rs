@@ -9,7 +9,17 @@ use std::process::ExitCode;
 /// sweep what-if configurations, run the same dataflow for real over TCP, and compare with the
 /// source studies.
 #[derive(Parser)]
-#[command(name = "daqnet", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "daqnet",
+    version,
+    about,
+    long_about = None,
+    propagate_version = true,
+    after_help = "Exit status: 0 when the verb did what was asked (a simulation that shows incast included); 1 when \
+a run failed (a role died or hung, a fragment failed verification, points of a sweep failed); 2 for a \
+usage or input error; 130 when interrupted (Ctrl-C).\n\n\
+Start with (incast, then its remedies: README.md):\n  daqnet sim scenarios/incast-micro.toml"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -42,6 +52,31 @@ enum Command {
     Bench(commands::bench::BenchArgs),
 }
 
+/// With this variable set, `daqnet` checks its command line and the scenarios it names, then
+/// exits without running anything: how the documentation's commands are tested where they
+/// need other hosts, a testbed or an hour.
+const PARSE_ONLY: &str = "DAQNET_PARSE_ONLY";
+
+/// What `DAQNET_PARSE_ONLY` checks beyond the command line: the scenario with its `--set`
+/// overrides (and every `--vary` point, and the testbed's plan) where the verb takes one.
+fn check(c: &Command) -> anyhow::Result<()> {
+    match c {
+        Command::Sim(a) => a.scenario.load().map(drop),
+        Command::Sweep(a) => commands::sweep::check(a),
+        Command::Run(a) => commands::run::check(a).map(drop),
+        Command::Testbed(a) => commands::testbed::check(a),
+        Command::Validate(a) => commands::validate::check(a),
+        // A role's scenario file lives on its host; plot and study read outputs of earlier
+        // runs; switch, scenario and bench have nothing beyond their flags to check.
+        Command::Role(_)
+        | Command::Plot(_)
+        | Command::Study(_)
+        | Command::Switch(_)
+        | Command::Scenario(_)
+        | Command::Bench(_) => Ok(()),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if !matches!(cli.command, Command::Role(_)) {
@@ -50,6 +85,15 @@ fn main() -> ExitCode {
         // before its report is written.
         // SAFETY: setting a signal's disposition to the default has no preconditions.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
+    if std::env::var_os(PARSE_ONLY).is_some() {
+        return match check(&cli.command) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(2)
+            }
+        };
     }
     let result = match cli.command {
         Command::Sim(a) => commands::sim::run(a),

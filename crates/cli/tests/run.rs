@@ -505,3 +505,111 @@ fn run_8ro_2coll_supervisor_memory_stays_flat_over_a_minute() {
         "supervisor RSS {at10} B at 10 s, {at60} B at 60 s ({built} events built)"
     );
 }
+
+/// A process the test started, killed when the test ends (and, through `PR_SET_PDEATHSIG`,
+/// when the test process dies).
+struct Owned(Child);
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `GET path` over HTTP/1.0 (no chunking; the server closes), the body.
+fn http_body(addr: &str, path: &str) -> Option<String> {
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes()).ok()?;
+    let mut page = String::new();
+    s.read_to_string(&mut page).ok()?;
+    page.split_once("\r\n\r\n").map(|(_, b)| b.to_string())
+}
+
+/// The value of a PromQL instant query with one result, if it has one yet.
+fn promql(prometheus: &str, query: &str) -> Option<f64> {
+    let q: String = query
+        .bytes()
+        .map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") })
+        .collect();
+    let body = http_body(prometheus, &format!("/api/v1/query?query={q}"))?;
+    let v: Value = serde_json::from_str(&body).ok()?;
+    v["data"]["result"].as_array()?.first()?["value"][1].as_str()?.parse().ok()
+}
+
+/// A real Prometheus scrapes a live run: the rate of built events and a latency quantile are
+/// computed from what `--metrics` serves, and every query of `dashboards/daqnet.json` has a
+/// value.
+#[test]
+fn prometheus_scrapes_a_live_run() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 && Command::new("prometheus").arg("--version").output().is_err() {
+        eprintln!("skipped: Prometheus is not installed and installing it (scripts/prometheus-deps.sh) needs root");
+        return;
+    }
+    if unsafe { libc::geteuid() } == 0 {
+        let deps = Command::new("scripts/prometheus-deps.sh").current_dir(&root).status();
+        assert!(deps.is_ok_and(|s| s.success()), "scripts/prometheus-deps.sh failed");
+    }
+    let _one_at_a_time = serial();
+    let dir = out_dir("prometheus");
+    std::fs::create_dir_all(&*dir).unwrap();
+    let (metrics, web) = (format!("127.0.0.1:{}", free_port()), format!("127.0.0.1:{}", free_port()));
+    let config = format!(
+        "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: daqnet\n    static_configs:\n      - targets: ['{metrics}']\n"
+    );
+    std::fs::write(dir.join("prometheus.yml"), config).unwrap();
+    let mut cmd = Command::new("prometheus");
+    cmd.arg(format!("--config.file={}", dir.join("prometheus.yml").display()))
+        .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+        .arg(format!("--web.listen-address={web}"))
+        .args(["--log.level=warn"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    daqnet_evb::launcher::owned_by_caller(&mut cmd, 0);
+    let _prometheus = Owned(cmd.spawn().expect("prometheus starts"));
+    let dashboard: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("dashboards/daqnet.json")).unwrap()).unwrap();
+    let panels = dashboard["panels"].as_array().unwrap();
+    let mut queries: Vec<(String, bool)> = panels
+        .iter()
+        .flat_map(|p| p["targets"].as_array().unwrap())
+        .map(|t| (t["expr"].as_str().unwrap().replace("$__rate_interval", "5s"), false))
+        .collect();
+    assert!(queries.len() >= 10, "the dashboard's queries: {queries:?}");
+    let mut run = Owned(slow_run(&dir.join("run"), "6000", &["--metrics", &metrics]));
+    // Sample what Prometheus computes while the run lasts (about 20 s on this machine): ramp
+    // up as the 5 s window fills, a plateau, ramp down after the end.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (mut rates, mut p99s, mut up, mut info) = (Vec::new(), Vec::new(), false, false);
+    while run.0.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the run did not end within 60 s");
+        std::thread::sleep(Duration::from_millis(500));
+        rates.extend(promql(&web, "rate(daqnet_events_built_total[5s])"));
+        p99s.extend(promql(&web, "histogram_quantile(0.99, rate(daqnet_latency_seconds_bucket[5s]))"));
+        up |= promql(&web, "up{job=\"daqnet\"}") == Some(1.0);
+        info |= promql(&web, "count(daqnet_build_info)") == Some(1.0);
+        for (q, answered) in queries.iter_mut().filter(|(_, a)| !*a) {
+            *answered = promql(&web, q).is_some_and(f64::is_finite);
+        }
+    }
+    let unanswered: Vec<&String> = queries.iter().filter(|(_, a)| !a).map(|(q, _)| q).collect();
+    assert!(unanswered.is_empty(), "dashboard queries that never had a value: {unanswered:#?}");
+    assert!(up && info, "the target was up ({up}) and its build info scraped ({info})");
+    let (status, out) = wait_within(&mut run.0, Duration::from_secs(5));
+    assert!(status.success(), "{out}");
+    let r = report(&dir.join("run"));
+    let median = |v: &mut Vec<f64>| {
+        assert!(v.len() >= 5, "Prometheus computed only {v:?} from {metrics}");
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    // The plateau is the run's own rate (events over its measured time) within 15 %.
+    let (rate, own) = (median(&mut rates), r["event_rate_hz"].as_f64().unwrap());
+    assert!((rate / own - 1.0).abs() < 0.15, "Prometheus: {rate} events/s; the run's report: {own}");
+    // Buckets double in width, so a quantile read from them is within a factor 2.
+    let (p99, own) = (median(&mut p99s) * 1e3, r["latency_ms"]["p99"].as_f64().unwrap());
+    assert!((0.5..2.0).contains(&(p99 / own)), "Prometheus: p99 {p99} ms; the run's report: {own} ms");
+}

@@ -170,8 +170,12 @@ fn plot_names_what_is_wrong() {
     let o = daqnet(&["plot", s(&out.join("other.csv")), "--x", "a", "-o", s(&out.join("a.png"))]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("box plots need a sweep's table.csv"), "{}", text(&o));
+    let o = daqnet(&["plot", s(&out), "--x", "readout_units", "-o", s(&out.join("a.jpg"))]);
+    assert!(text(&o).contains("must end in .png, .svg or .pdf"), "{}", text(&o));
     let o = daqnet(&["plot", s(&out), "--x", "readout_units", "-o", s(&out.join("a.pdf"))]);
-    assert!(text(&o).contains("must end in .png or .svg"), "{}", text(&o));
+    assert!(o.status.success(), "{}", text(&o));
+    let pdf = std::fs::read(out.join("a.pdf")).unwrap();
+    assert!(pdf.starts_with(b"%PDF-") && pdf.len() > 5000, "a PDF of {} bytes", pdf.len());
     // SVG and a grouped line plot with a unit-suffixed, categorical-looking x column.
     let o = daqnet(&[
         "plot",
@@ -190,7 +194,7 @@ fn plot_names_what_is_wrong() {
     ]);
     assert!(o.status.success(), "{}", text(&o));
     let svg = std::fs::read_to_string(out.join("drops.svg")).unwrap();
-    assert!(svg.contains("<svg") && svg.contains("port_bytes") && svg.contains("polyline"), "an SVG with a line");
+    assert!(svg.contains("<svg") && svg.contains("buffer per port") && svg.contains("polyline"), "an SVG with a line");
     // Histograms without per-event records come from each report's HDR histogram.
     let o = daqnet(&[
         "plot",

@@ -564,7 +564,9 @@ impl RunReport {
         row(
             "switch drops",
             match worst {
-                _ if self.substrate == "run" => "none measured (a run on one host has no switch between its roles)".into(),
+                _ if self.substrate == "run" => {
+                    "none measured (a run on one host has no switch between its roles)".into()
+                }
                 Some(p) if self.switch.drops > 0 => {
                     format!("{} (most at {}: {} drops, peak {} B)", self.switch.drops, p.name, p.drops, p.peak_bytes)
                 }

@@ -125,7 +125,8 @@ fn real_run_limits_are_checked_only_for_real_runs() {
 
 #[test]
 fn durations_take_units_and_semantic_errors_keep_where_the_value_came_from() {
-    let s = parse_str("[network.tcp]\nmin_rto_ns = \"5ms\"\n", "my.toml", &["network.tcp.delayed_ack_ns=2 ms".into()]).unwrap();
+    let s = parse_str("[network.tcp]\nmin_rto_ns = \"5ms\"\n", "my.toml", &["network.tcp.delayed_ack_ns=2 ms".into()])
+        .unwrap();
     assert_eq!((s.network.tcp.min_rto_ns, s.network.tcp.delayed_ack_ns), (5_000_000, 2_000_000));
     let e = err("[system]\nfragments_per_unit = 12\n", &["system.credits_per_node=5"]);
     assert!(e.contains("my.toml with --set system.credits_per_node=5: field `system.credits_per_node`: is 5"), "{e}");

@@ -79,7 +79,8 @@ pub fn aligned(header: &[String], rows: &[Vec<String>]) -> String {
     let last = header.len().saturating_sub(1);
     for (i, col) in t.column_iter_mut().enumerate() {
         // Quantities (they start with a digit: 17.9, 100kB, 12 %) line up on the right.
-        let quantity = rows.iter().all(|r| r.get(i).is_none_or(|c| c.is_empty() || c.starts_with(|ch: char| ch.is_ascii_digit())));
+        let quantity =
+            rows.iter().all(|r| r.get(i).is_none_or(|c| c.is_empty() || c.starts_with(|ch: char| ch.is_ascii_digit())));
         col.set_cell_alignment(if quantity { CellAlignment::Right } else { CellAlignment::Left });
         col.set_padding((0, if i == last { 0 } else { 2 }));
     }

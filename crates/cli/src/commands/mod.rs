@@ -163,7 +163,7 @@ fn size(bytes: u64) -> String {
     match bytes {
         b if b >= 10_000_000 => format!("{}MB", b / 1_000_000),
         b if b >= 1_000_000 => format!("{:.1}MB", b as f64 / 1e6),
-        b => format!("{}kB", (b + 999) / 1000),
+        b => format!("{}kB", b.div_ceil(1000)),
     }
 }
 
@@ -178,11 +178,15 @@ pub fn verdict(r: &daqnet_core::report::RunReport, sc: &Scenario, file: &str) ->
     let buffer = collector_buffer(sc);
     let shaping = {
         let fragment = sc.nominal_unit_bytes() / sc.system.fragments_per_unit.max(1) as u64;
-        buffer.map(|(_, b)| (b / fragment.max(1)) as u32 / sc.system.fragments_per_unit.max(1) * sc.system.fragments_per_unit)
+        buffer.map(|(_, b)| {
+            (b / fragment.max(1)) as u32 / sc.system.fragments_per_unit.max(1) * sc.system.fragments_per_unit
+        })
     };
     let mut v = Vec::new();
     if r.tcp.timeouts > 0 && l.share_ge_100ms > 0.0 {
-        let at = worst.map_or(String::new(), |p| format!(", most at {} ({} drops, peak {})", p.name, p.drops, size(p.peak_bytes)));
+        let at = worst.map_or(String::new(), |p| {
+            format!(", most at {} ({} drops, peak {})", p.name, p.drops, size(p.peak_bytes))
+        });
         v.push(format!(
             "verdict: incast — {:.1} % of events waited ≥ 100 ms: {} retransmission timeouts after {} drops{at}",
             100.0 * l.share_ge_100ms,
@@ -210,7 +214,10 @@ pub fn verdict(r: &daqnet_core::report::RunReport, sc: &Scenario, file: &str) ->
         match (sc.system.credits_per_node, buffer) {
             (daqnet_core::scenario::Credits::Limited(c), _) => {
                 let step = (c / 2 / f).max(1) * f;
-                v.push(format!("to find the onset: daqnet sweep {file} --vary system.credits_per_node={c}..{}:{step}", 4 * c));
+                v.push(format!(
+                    "to find the onset: daqnet sweep {file} --vary system.credits_per_node={c}..{}:{step}",
+                    4 * c
+                ));
             }
             (_, Some((field, b))) => {
                 let range = format!("{}..{}:{}", size(b / 10), size(b), size(b / 10));

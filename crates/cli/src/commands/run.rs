@@ -20,7 +20,8 @@ use std::process::ExitCode;
 /// hung, a fragment failed verification, interrupted), 2 on a usage or scenario error.
 #[derive(Args)]
 #[command(after_help = "Examples:\n  daqnet run scenarios/incast-micro.toml --events 200\n  \
-daqnet run scenarios/run/atlas-small.toml --set system.supervisor.policy=node_round_robin --metrics 127.0.0.1:9464\n  \
+daqnet run scenarios/run/atlas-small.toml --set system.supervisor.policy=node_round_robin \\\n    \
+--metrics 127.0.0.1:9464\n  \
 daqnet run scenarios/run/atlas-small.toml --duration-s 30 --out out/run30\n\
 To run on several hosts, start each role with `daqnet role` (see docs/run.md).")]
 pub struct RunArgs {
@@ -54,11 +55,16 @@ fn parse_corrupt(s: &str) -> Result<(ReadoutId, EventId), String> {
     ))
 }
 
-/// Runs the verb.
-pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
+/// The scenario, with the command line checked against it.
+pub fn check(a: &RunArgs) -> anyhow::Result<daqnet_core::Scenario> {
     let scenario = a.scenario.load_run()?;
     if let Some(d) = a.duration_s {
         check_duration("--duration-s", d)?;
+    }
+    if let Some(addr) = &a.metrics {
+        use std::net::ToSocketAddrs;
+        addr.to_socket_addrs()
+            .map_err(|e| anyhow::anyhow!("--metrics {addr}: {e}; give HOST:PORT, e.g. 127.0.0.1:9464"))?;
     }
     for &(r, _) in &a.corrupt {
         anyhow::ensure!(
@@ -67,6 +73,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             scenario.system.readout_units
         );
     }
+    Ok(scenario)
+}
+
+/// Runs the verb.
+pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
+    let scenario = check(&a)?;
     let bar = progress_bar(!a.quiet && std::io::stderr().is_terminal());
     let mut opts = LaunchOptions {
         exe: std::env::current_exe()?,

@@ -14,9 +14,10 @@ use std::process::ExitCode;
 /// output folder. Same scenario and seed give the same report, bit for bit, apart from the
 /// wall-clock fields (wall_s, sim_events_per_s).
 #[derive(Args)]
-#[command(
-    after_help = "Examples:\n  daqnet sim scenarios/incast-micro.toml\n  daqnet sim scenarios/atlas-2015/switch1.toml --set system.credits_per_node=240 --events 2000\n  daqnet sim scenarios/incast-micro.toml --set network.tcp.min_rto_ns=5000000 --per-event --out out/rto5"
-)]
+#[command(after_help = "Examples:\n  \
+daqnet sim scenarios/incast-micro.toml\n  \
+daqnet sim scenarios/atlas-2015/switch1.toml --set system.credits_per_node=240 --events 2000\n  \
+daqnet sim scenarios/incast-micro.toml --set network.tcp.min_rto_ns=5ms --per-event")]
 pub struct SimArgs {
     #[command(flatten)]
     pub scenario: super::ScenarioFlags,
@@ -61,8 +62,14 @@ pub fn run(a: SimArgs) -> anyhow::Result<ExitCode> {
         super::write_file(&a.out, "events.csv", &EventRecord::to_csv(&out.events))?;
     }
     if !a.quiet {
-        let verdict: String = super::verdict(&out.report, &scenario, &a.scenario.origin()).iter().map(|l| format!("{l}\n")).collect();
-        super::print_lines(&format!("{}  {:<26} {}\n{verdict}", out.report.summary_table(), "report", report_path.display()));
+        let verdict: String =
+            super::verdict(&out.report, &scenario, &a.scenario.origin()).iter().map(|l| format!("{l}\n")).collect();
+        super::print_lines(&format!(
+            "{}  {:<26} {}\n{verdict}",
+            out.report.summary_table(),
+            "report",
+            report_path.display()
+        ));
     }
     if out.report.interrupted {
         eprintln!(

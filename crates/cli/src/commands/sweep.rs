@@ -20,11 +20,13 @@ use std::process::ExitCode;
     after_help = "LIST is a,b,c (commas inside {} [] or quotes do not split) or an inclusive range\n\
 start..end:step of numbers or sizes (100..2400:100, 0.5..2:0.5, 1MB..8MB:1MB).\n\n\
 Examples:\n  \
-daqnet sweep scenarios/atlas-2015/switch1.toml --vary system.credits_per_node=100..2400:100 --out out/fig5\n  \
-daqnet sweep scenarios/atlas-2015/switch1.toml --vary system.supervisor.policy=fcfs,random,node_round_robin \\\n    \
+daqnet sweep scenarios/atlas-2015/switch1.toml --vary system.credits_per_node=100..2400:100 \\\n    \
+--out out/fig5\n  \
+daqnet sweep scenarios/atlas-2015/switch1.toml \\\n    \
+--vary system.supervisor.policy=fcfs,random,node_round_robin \\\n    \
 --vary system.credits_per_node=80,240,480,800 --repeat 3 --out out/policies\n\n\
-On a batch system, run shard I of N per job, then merge:\n  \
-daqnet sweep FILE --vary ... --shard $SLURM_ARRAY_TASK_ID/8 --out out/s$SLURM_ARRAY_TASK_ID   (sbatch --array=0-7)\n  \
+On a batch system, run shard I of N per job (sbatch --array=0-7), then merge:\n  \
+daqnet sweep FILE --vary ... --shard $SLURM_ARRAY_TASK_ID/8 --out out/s$SLURM_ARRAY_TASK_ID\n  \
 daqnet sweep merge out/s0 out/s1 ... out/s7 --out out/all"
 )]
 pub struct SweepArgs {
@@ -82,15 +84,8 @@ pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
+    let (plan, shard) = plan(&a)?;
     let file = a.file.expect("clap requires FILE");
-    let axes = a
-        .vary
-        .iter()
-        .map(|v| Axis::parse(v).map_err(|e| anyhow::anyhow!("--vary {e}")))
-        .collect::<Result<Vec<_>, _>>()?;
-    let sets = a.overrides.sets();
-    let shard = a.shard.as_deref().map(Shard::parse).transpose().map_err(anyhow::Error::msg)?.unwrap_or(Shard::ALL);
-    let plan = SweepPlan::single(&file, sets, axes, a.repeat, a.per_event);
     let out = a.out.unwrap_or_else(|| Path::new("out/sweep").join(file.file_stem().unwrap_or_default()));
     let (bar, observe) = super::sweep_progress(a.quiet);
     let opts = ExecOptions {
@@ -102,6 +97,26 @@ pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
     let done = sweep::execute(&plan, &out, opts, &super::sim_point(plan.per_event))?;
     bar.finish_and_clear();
     finish(&done, &out, a.quiet)
+}
+
+/// The sweep and the shard of it to run.
+fn plan(a: &SweepArgs) -> anyhow::Result<(SweepPlan, Shard)> {
+    let file = a.file.as_ref().expect("clap requires FILE");
+    let axes = a
+        .vary
+        .iter()
+        .map(|v| Axis::parse(v).map_err(|e| anyhow::anyhow!("--vary {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let shard = a.shard.as_deref().map(Shard::parse).transpose().map_err(anyhow::Error::msg)?.unwrap_or(Shard::ALL);
+    Ok((SweepPlan::single(file, a.overrides.sets(), axes, a.repeat, a.per_event), shard))
+}
+
+/// Checks the command line and every point's scenario without running anything.
+pub fn check(a: &SweepArgs) -> anyhow::Result<()> {
+    if a.command.is_some() {
+        return Ok(());
+    }
+    plan(a)?.0.points().map(drop)
 }
 
 /// Prints what a sweep did and a compact view of its table; non-zero exit if points failed or

@@ -23,10 +23,10 @@ use std::process::ExitCode;
 #[derive(Args)]
 #[command(after_help = "Examples:\n  \
 daqnet testbed run scenarios/testbed/incast-32.toml\n  \
-daqnet testbed run scenarios/testbed/incast-32.toml --set network.switch.buffer.port_bytes=4MB --per-event\n  \
-daqnet testbed up scenarios/testbed/incast-32.toml        # then: ip netns exec daqnet-incast-32-c0 bash\n  \
+daqnet testbed run scenarios/testbed/incast-32.toml --set network.switch.buffer.port_bytes=4MB\n  \
+daqnet testbed up scenarios/testbed/incast-32.toml  # then: ip netns exec daqnet-incast-32-c0 sh\n  \
 daqnet testbed down scenarios/testbed/incast-32.toml\n\
-Compare with the simulator over a sweep: daqnet validate FILE --vary PATH=LIST (see docs/testbed.md).")]
+Compare with the simulator over a sweep: daqnet validate FILE --vary PATH=LIST (docs/testbed.md).")]
 pub struct TestbedArgs {
     #[command(subcommand)]
     command: TestbedCommand,
@@ -82,6 +82,17 @@ struct RunArgs {
     /// No progress display.
     #[arg(long, short)]
     quiet: bool,
+}
+
+/// Checks the command line, the scenario and the testbed's plan without touching the system.
+pub fn check(a: &TestbedArgs) -> anyhow::Result<()> {
+    match &a.command {
+        TestbedCommand::Up(u) => {
+            TestbedPlan::checked(&super::load_run_scenario(&u.file, &u.set)?, "check", "up").map(drop)
+        }
+        TestbedCommand::Run(r) => TestbedPlan::checked(&r.scenario.load_run()?, "check", "run").map(drop),
+        TestbedCommand::Down(_) | TestbedCommand::List => Ok(()),
+    }
 }
 
 /// The default testbed name of a scenario file: its name, lower case, `a-z0-9-` only.

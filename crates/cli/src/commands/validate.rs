@@ -24,9 +24,11 @@ use std::process::ExitCode;
 /// Testbed points run one at a time (needs root); simulator points in parallel.
 #[derive(Args)]
 #[command(after_help = "Examples:\n  \
-daqnet validate scenarios/testbed/incast-32.toml --vary network.switch.buffer.port_bytes=100kB,200kB,400kB,1MB,4MB\n  \
-daqnet validate scenarios/testbed/atlas-mini.toml --vary system.credits_per_node=48,96,144,192,288,384\n  \
-daqnet validate scenarios/testbed/atlas-mini.toml --repeat 5 --vary system.credits_per_node=96,192,384")]
+daqnet validate scenarios/testbed/incast-32.toml \\\n    \
+--vary network.switch.buffer.port_bytes=100kB,200kB,400kB,1MB,4MB\n  \
+daqnet validate scenarios/testbed/atlas-mini.toml --vary system.credits_per_node=48,96,192,384\n  \
+daqnet validate scenarios/testbed/atlas-mini.toml --repeat 5 \\\n    \
+--vary system.credits_per_node=96,192,384")]
 pub struct ValidateArgs {
     /// The scenario; it must be one the testbed can build (star topology, dedicated buffers).
     #[command(flatten)]
@@ -49,6 +51,31 @@ pub struct ValidateArgs {
     /// No progress bars.
     #[arg(long, short)]
     quiet: bool,
+}
+
+/// The sweep both sides run, every point checked to be one the testbed can build before
+/// anything runs.
+fn plan(a: &ValidateArgs, sets: Vec<String>) -> anyhow::Result<SweepPlan> {
+    let axes = a
+        .vary
+        .iter()
+        .map(|v| Axis::parse(v).map_err(|e| anyhow::anyhow!("--vary {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    anyhow::ensure!(
+        (0.0..=1.0).contains(&a.incast_share),
+        "--incast-share {}: a share between 0 and 1",
+        a.incast_share
+    );
+    let plan = SweepPlan::single(&a.scenario.file, sets, axes, a.repeat, false);
+    for p in plan.points()? {
+        daqnet_testbed::plan::TestbedPlan::checked(&p.scenario, "check", &p.origin)?;
+    }
+    Ok(plan)
+}
+
+/// Checks the command line and every point's scenario without running anything.
+pub fn check(a: &ValidateArgs) -> anyhow::Result<()> {
+    plan(a, a.scenario.sets()).map(drop)
 }
 
 /// A sweep runner that runs each point in a testbed of its own.
@@ -94,16 +121,6 @@ fn joined_table(out: &Path, sides: [(&str, &Path); 2]) -> anyhow::Result<PathBuf
 
 /// Runs the verb.
 pub fn run(a: ValidateArgs) -> anyhow::Result<ExitCode> {
-    let axes = a
-        .vary
-        .iter()
-        .map(|v| Axis::parse(v).map_err(|e| anyhow::anyhow!("--vary {e}")))
-        .collect::<Result<Vec<_>, _>>()?;
-    anyhow::ensure!(
-        (0.0..=1.0).contains(&a.incast_share),
-        "--incast-share {}: a share between 0 and 1",
-        a.incast_share
-    );
     let mut sets = a.scenario.sets();
     daqnet_testbed::lifecycle::check_prerequisites()?;
     // The simulator's TCP timers tick as the kernel under test does, unless told otherwise.
@@ -114,13 +131,9 @@ pub fn run(a: ValidateArgs) -> anyhow::Result<ExitCode> {
         }
         sets.push(format!("network.tcp.timer_hz={hz}"));
     }
-    let first_axis = axes[0].path.clone();
+    let plan = plan(&a, sets)?;
+    let first_axis = plan.axis_paths()[0].clone();
     let file = &a.scenario.file;
-    let plan = SweepPlan::single(file, sets, axes, a.repeat, false);
-    // Every point must be one the testbed can build, before anything runs.
-    for p in plan.points()? {
-        daqnet_testbed::plan::TestbedPlan::checked(&p.scenario, "check", &p.origin)?;
-    }
     let out = a.out.clone().unwrap_or_else(|| Path::new("out/validate").join(file.file_stem().unwrap_or_default()));
     let (tb_dir, sim_dir) = (out.join("testbed"), out.join("sim"));
     let (bar, observe) = super::sweep_progress(a.quiet);
@@ -160,6 +173,8 @@ pub fn run(a: ValidateArgs) -> anyhow::Result<ExitCode> {
         title: Some(format!("{}: testbed vs simulator", file.display())),
         xlabel: None,
         ylabel: Some(ylabel.into()),
+        size: (1000, 640),
+        dpi: 96,
     };
     draw(&table, &spec(Kind::Box, "latency", "data-collection latency (ms)"), &out.join("latency.png"))?;
     draw(&table, &spec(Kind::Line, "share_ge_100ms", "share of events ≥ 100 ms"), &out.join("slow-events.png"))?;

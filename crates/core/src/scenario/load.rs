@@ -70,13 +70,23 @@ pub fn load(path: &Path, sets: &[String]) -> Result<Scenario, ScenarioErrors> {
 /// Like [`load`], from text; `origin` names the text in errors.
 pub fn parse_str(text: &str, origin: &str, sets: &[String]) -> Result<Scenario, ScenarioErrors> {
     let one = |field: &str, message: String| {
-        ScenarioErrors(vec![ScenarioError { origin: origin.to_string(), line: None, field: field.to_string(), message }])
+        ScenarioErrors(vec![ScenarioError {
+            origin: origin.to_string(),
+            line: None,
+            field: field.to_string(),
+            message,
+        }])
     };
     let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| one("", format!("not valid TOML: {e}")))?;
     let mut set_paths = Vec::new();
     for set in sets {
         let path = apply_set(&mut table, set).map_err(|m| {
-            ScenarioErrors(vec![ScenarioError { origin: format!("--set {set}"), line: None, field: String::new(), message: m }])
+            ScenarioErrors(vec![ScenarioError {
+                origin: format!("--set {set}"),
+                line: None,
+                field: String::new(),
+                message: m,
+            }])
         })?;
         set_paths.push((path, set.clone()));
     }

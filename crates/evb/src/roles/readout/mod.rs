@@ -10,12 +10,12 @@ pub(crate) use buffer::generate;
 
 use super::{every, ms, wake_at, Joined, Setup, SupervisorEvents};
 use crate::net::link::Sender;
+use crate::net::transport::TcpStats;
 use crate::role::RoleId;
+use crate::wire::{Message, NodeTcp};
 use anyhow::{anyhow, bail, Context};
 use daqnet_core::{EventId, Nanos, NodeId, ReadoutId, Scenario};
 use state::{Input, Output, ReadoutState};
-use crate::net::transport::TcpStats;
-use crate::wire::{Message, NodeTcp};
 use std::collections::{BTreeMap, HashMap};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
@@ -56,7 +56,9 @@ impl Links {
         let counts: Vec<NodeTcp> = self
             .stats
             .iter()
-            .filter_map(|(&node, s)| s.read().map(|c| NodeTcp { node, retransmits: c.retransmits, timeouts: c.timeouts }))
+            .filter_map(|(&node, s)| {
+                s.read().map(|c| NodeTcp { node, retransmits: c.retransmits, timeouts: c.timeouts })
+            })
             .collect();
         if !counts.is_empty() {
             self.supervisor.send(&Message::Tcp(counts));

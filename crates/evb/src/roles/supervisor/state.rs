@@ -263,6 +263,11 @@ impl RunState {
         all_built || drained || self.tally.is_fatal() || self.interrupted
     }
 
+    /// Whether a fault ended the run.
+    pub fn failed(&self) -> bool {
+        self.tally.is_fatal()
+    }
+
     /// Where the run stands.
     pub fn progress(&self) -> Progress {
         Progress {
