@@ -1,7 +1,7 @@
 //! The simulation proper: the `core` dataflow state machines driven over simulated TCP
 //! connections, links and switches by the discrete-event engine.
 
-use crate::engine::EventQueue;
+use crate::engine::{EventQueue, Place};
 use crate::net::fabric::{Fabric, Vertex};
 use crate::net::port::{offer, Admission};
 use crate::net::wire::{frame_bytes, sack_option_bytes};
@@ -113,19 +113,46 @@ struct Conn {
 
 #[derive(Debug, Clone, Copy)]
 enum Ev {
-    Arrive { at: Vertex, pkt: u32 },
-    Tcp { ep: EndpointId },
-    ReadoutWake { readout: ReadoutId },
-    PuWake { pu: PuId },
+    /// The first frame on its way from `port` reaches the port's peer.
+    Arrive {
+        port: u32,
+    },
+    Tcp {
+        ep: EndpointId,
+    },
+    ReadoutWake {
+        readout: ReadoutId,
+    },
+    PuWake {
+        pu: PuId,
+    },
     SupervisorWake,
-    Ready { pu: PuId },
-    Assign { pu: PuId, event: EventId },
-    Done { event: EventId },
+    Ready {
+        pu: PuId,
+    },
+    Assign {
+        pu: PuId,
+        event: EventId,
+    },
+    Done {
+        event: EventId,
+    },
+}
+
+/// A frame admitted to a port and not yet received by the port's peer.
+#[derive(Debug, Clone, Copy)]
+struct Flight {
+    arrival: Nanos,
+    place: Place,
+    pkt: u32,
 }
 
 struct World<'a> {
     q: EventQueue<Ev>,
     fabric: Fabric,
+    /// Per port, its frames on their way, in order of arrival: only the first is in the event
+    /// queue (a port is a FIFO with a fixed delay, so arrivals are in admission order).
+    flights: Vec<VecDeque<Flight>>,
     layout: Layout,
     pkts: Vec<Packet>,
     free: Vec<u32>,
@@ -216,6 +243,7 @@ impl<'a> World<'a> {
         let (service, jitter) = (sys.readout_service_ns, sys.readout_service_jitter_ns);
         World {
             q: EventQueue::new(),
+            flights: vec![VecDeque::new(); fabric.ports.len()],
             fabric,
             layout,
             pkts: Vec::with_capacity(1 << 16),
@@ -254,12 +282,7 @@ impl<'a> World<'a> {
 
     fn dispatch(&mut self, ev: Ev) {
         match ev {
-            Ev::Arrive { at: Vertex::Switch(s), pkt } => {
-                let p = &self.pkts[pkt as usize];
-                let port = self.fabric.route(s, p.dst, p.core as u32);
-                self.forward(port, pkt);
-            }
-            Ev::Arrive { at: Vertex::Host(_), pkt } => self.deliver(pkt),
+            Ev::Arrive { port } => self.arrive(port),
             Ev::Tcp { ep } => self.on_tcp_timer(ep),
             Ev::ReadoutWake { readout } => self.drain_readout(readout),
             Ev::PuWake { pu } => self.feed_node(self.layout.node_of(pu), NodeInput::Wake(pu)),
@@ -277,6 +300,24 @@ impl<'a> World<'a> {
             }
             Ev::Assign { pu, event } => self.feed_node(self.layout.node_of(pu), NodeInput::Assign { pu, event }),
             Ev::Done { event } => self.sup.on_done(event),
+        }
+    }
+
+    /// The first frame on its way from `port` arrives; the next one takes its place in the
+    /// queue before anything the arrival causes is scheduled.
+    fn arrive(&mut self, port: u32) {
+        let flights = &mut self.flights[port as usize];
+        let f = flights.pop_front().expect("an arrival event stands for a frame on its way");
+        if let Some(next) = flights.front() {
+            self.q.schedule_at(next.arrival, next.place, Ev::Arrive { port });
+        }
+        match self.fabric.peer[port as usize] {
+            Vertex::Switch(s) => {
+                let p = &self.pkts[f.pkt as usize];
+                let out = self.fabric.route(s, p.dst, p.core as u32);
+                self.forward(out, f.pkt);
+            }
+            Vertex::Host(_) => self.deliver(f.pkt),
         }
     }
 
@@ -395,7 +436,7 @@ impl<'a> World<'a> {
         if let Some(d) = conn.ep[side.index()].next_deadline() {
             if d < conn.wakeup[side.index()] {
                 conn.wakeup[side.index()] = d;
-                self.q.schedule(d.max(now), Ev::Tcp { ep: EndpointId::new(c, side) });
+                self.q.schedule_timer(d.max(now), Ev::Tcp { ep: EndpointId::new(c, side) });
             }
         }
     }
@@ -453,7 +494,13 @@ impl<'a> World<'a> {
         let frame = self.pkts[pkt as usize].frame;
         match offer(&mut self.fabric.ports, &mut self.fabric.pools, port, now, frame) {
             Admission::Sent { arrival_ns } => {
-                self.q.schedule(arrival_ns, Ev::Arrive { at: self.fabric.peer[port as usize], pkt })
+                let place = self.q.take_place();
+                let flights = &mut self.flights[port as usize];
+                debug_assert!(flights.back().is_none_or(|b| b.arrival <= arrival_ns), "a port delivers in order");
+                if flights.is_empty() {
+                    self.q.schedule_at(arrival_ns, place, Ev::Arrive { port });
+                }
+                flights.push_back(Flight { arrival: arrival_ns, place, pkt });
             }
             Admission::Dropped => self.free.push(pkt),
         }
