@@ -159,6 +159,63 @@ mod tests {
         }
     }
 
+    /// The fragments of a response of unit 3 for `event`, four of 4 kB each (one size, so a
+    /// mix-up is visible only in headers and payloads).
+    fn fixed(event: u64) -> (Vec<Bytes>, FragmentSizes) {
+        let sizes = FragmentSizes::new(FragmentSize::Fixed { bytes: 4000 }, 9, 4);
+        let held = generate(9, &sizes, R3, EventId(event), false, &mut Default::default());
+        (held.fragments, sizes)
+    }
+
+    fn verify_fixed(event: u64, fragments: &[Bytes], sizes: &FragmentSizes) -> Verdict {
+        let mut body = BytesMut::new();
+        fragments.iter().for_each(|f| body.extend_from_slice(f));
+        let bytes = (body.len() - fragments.len() * crate::wire::FRAGMENT_HEADER_BYTES) as u64;
+        let head = ResponseHead { event: EventId(event), readout: R3, node: N1, fragments: 4, bytes };
+        verify(9, sizes, N1, R3, &head, body.freeze(), true)
+    }
+
+    /// Each kind of corruption the payload check is there for is caught, with the fragment named.
+    #[test]
+    fn each_kind_of_corruption_is_caught() {
+        let (good, sizes) = fixed(40);
+        assert_eq!(verify_fixed(40, &good, &sizes).bad, 0);
+        let problem = |frags: Vec<Bytes>| verify_fixed(40, &frags, &sizes).problem.expect("caught");
+        let hdr = crate::wire::FRAGMENT_HEADER_BYTES;
+        // A flipped bit: in the key word, and deep in the template.
+        for at in [hdr, hdr + 3999] {
+            let mut f = good.clone();
+            let mut b = f[2].to_vec();
+            b[at] ^= 0x01;
+            f[2] = Bytes::from(b);
+            assert!(problem(f).starts_with("fragment 2: payload differs"), "bit at {at}");
+        }
+        // Two fragments swapped, and one sent twice.
+        let mut swapped = good.clone();
+        swapped.swap(1, 2);
+        assert!(problem(swapped).contains("header says event 40, source 3, index 2"));
+        let mut twice = good.clone();
+        twice[1] = good[0].clone();
+        assert!(problem(twice).contains("fragment 1: header says event 40, source 3, index 0"));
+        // Another event's fragment, whole or only its payload under the right header.
+        let (other, _) = fixed(41);
+        let mut foreign = good.clone();
+        foreign[3] = other[3].clone();
+        assert!(problem(foreign).contains("fragment 3: header says event 41"));
+        let mut payload_only = good.clone();
+        let mut b = good[3][..hdr].to_vec();
+        b.extend_from_slice(&other[3][hdr..]);
+        payload_only[3] = Bytes::from(b);
+        assert!(problem(payload_only).starts_with("fragment 3: payload differs from the expected pattern at byte 0"));
+        // Bytes moved within a fragment: its two halves exchanged.
+        let mut moved = good.clone();
+        let mut b = good[0][..hdr].to_vec();
+        b.extend_from_slice(&good[0][hdr + 2000..]);
+        b.extend_from_slice(&good[0][hdr..hdr + 2000]);
+        moved[0] = Bytes::from(b);
+        assert!(problem(moved).starts_with("fragment 0: payload differs"));
+    }
+
     #[test]
     fn a_generated_response_verifies() {
         let (head, body, sizes) = response(40, false);
