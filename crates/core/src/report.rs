@@ -300,6 +300,13 @@ pub struct SimWork {
     pub packets: u64,
     /// Simulated seconds in all (warm-up included).
     pub simulated_s: f64,
+    /// TCP connections simulated.
+    #[serde(default)]
+    pub connections: u64,
+    /// Bytes of the connections' state: the structures and what their queues allocated, at
+    /// most (queues never shrink).
+    #[serde(default)]
+    pub connection_bytes: u64,
 }
 
 /// One built event, for the per-event CSV.

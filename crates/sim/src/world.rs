@@ -111,6 +111,14 @@ struct Conn {
     originals_from_readout: u64,
 }
 
+impl Conn {
+    /// Bytes of this connection's state, its structure and its queues' allocations.
+    fn bytes(&self) -> usize {
+        let msgs: usize = self.msgs.iter().map(|m| m.capacity() * std::mem::size_of::<(u64, AppMsg)>()).sum();
+        std::mem::size_of::<Conn>() + msgs + self.ep.iter().map(Endpoint::heap_bytes).sum::<usize>()
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 enum Ev {
     /// The first frame on its way from `port` reaches the port's peer.
@@ -547,6 +555,8 @@ impl<'a> World<'a> {
             scheduler_events: self.q.popped(),
             packets: self.packets,
             simulated_s: self.q.now() as f64 / NS_PER_S as f64,
+            connections: self.conns.len() as u64,
+            connection_bytes: self.conns.iter().map(Conn::bytes).sum::<usize>() as u64,
         });
         self.records.sort_unstable_by_key(|r| r.event);
         SimOutput { report, events: self.records }

@@ -110,6 +110,12 @@ impl Endpoint {
         Endpoint { snd: Sender::new(p), rcv: Receiver::new(p) }
     }
 
+    /// Bytes this endpoint holds on the heap (its queues' capacity, which never shrinks, so at
+    /// the end of a run this is the most it ever held).
+    pub fn heap_bytes(&self) -> usize {
+        self.snd.heap_bytes() + self.rcv.heap_bytes()
+    }
+
     /// The earliest pending deadline (sender timer or delayed-ACK timer).
     pub fn next_deadline(&self) -> Option<Nanos> {
         match (self.snd.timer_deadline(), self.rcv.delack_deadline()) {

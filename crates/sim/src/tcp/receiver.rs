@@ -39,6 +39,11 @@ pub struct Receiver {
 }
 
 impl Receiver {
+    /// Bytes of the out-of-order and recent-block lists' allocations.
+    pub fn heap_bytes(&self) -> usize {
+        (self.ooo.capacity() + self.recent.capacity()) * std::mem::size_of::<(u64, u64)>()
+    }
+
     /// A receiver that starts in quick-ACK mode, like a freshly established Linux socket.
     pub fn new(p: &TcpParams) -> Self {
         Receiver {

@@ -58,6 +58,11 @@ pub struct Scoreboard {
 }
 
 impl Scoreboard {
+    /// Bytes of the retransmission queue's allocation.
+    pub fn heap_bytes(&self) -> usize {
+        self.rtx.capacity() * std::mem::size_of::<Seg>()
+    }
+
     /// An empty queue; `sack`: whether the connection uses SACK.
     pub fn new(sack: bool) -> Self {
         Scoreboard { sack, rtx: VecDeque::new(), sacked_out: 0, lost_out: 0, retrans_out: 0, ever_retrans_out: 0 }

@@ -101,6 +101,11 @@ pub struct Sender {
 }
 
 impl Sender {
+    /// Bytes of the scoreboard's allocation.
+    pub fn heap_bytes(&self) -> usize {
+        self.sb.heap_bytes()
+    }
+
     /// A sender with nothing written yet.
     pub fn new(p: &TcpParams) -> Self {
         let cc = Controller::new(p.cc, p.static_cwnd, p.tick.jiffy_ns());

@@ -7,6 +7,7 @@
 //! fast this machine is at the simulator's innermost operation.
 
 mod run;
+mod scale;
 mod switch;
 
 use clap::Args;
@@ -31,10 +32,11 @@ pub struct BenchArgs {
     /// Repetitions per case; the fastest is reported.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
-    /// Run only one part: `sim` (simulator speed), `sweep` (parallel sweep speed-up), `run`
+    /// Run only one part: `sim` (simulator speed), `scale` (the simulator's cost as the system
+    /// grows from 25 to 500 nodes), `sweep` (parallel sweep speed-up), `run`
     /// (real event builder goodput against raw TCP) or `switch` (one TCP stream through the
     /// daqring switch against the kernel bridge; needs root).
-    #[arg(long, value_parser = ["sim", "sweep", "run", "switch"])]
+    #[arg(long, value_parser = ["sim", "scale", "sweep", "run", "switch"])]
     only: Option<String>,
     /// Internal: send raw TCP to this address for --seconds (the raw TCP baseline's sender).
     #[arg(long, hide = true, value_name = "ADDR")]
@@ -47,20 +49,34 @@ pub struct BenchArgs {
     case: Option<String>,
 }
 
-struct Case {
-    name: &'static str,
+/// One simulation the bench times, in a child process of its own.
+pub(super) struct Case {
+    name: String,
     file: &'static str,
-    sets: &'static [&'static str],
+    sets: Vec<String>,
 }
 
-const CASES: [Case; 2] = [
-    Case {
-        name: "atlas-2015 switch 1, 400 credits",
-        file: "atlas-2015/switch1.toml",
-        sets: &["system.credits_per_node=400", "run.events=2000", "run.warmup_events=0"],
-    },
-    Case { name: "DAQ-like: 100 RU x 22 kB, 1 kHz, 10G/40G", file: "bench/daq-like.toml", sets: &[] },
-];
+impl Case {
+    fn new(name: impl Into<String>, file: &'static str, sets: &[String]) -> Self {
+        Case { name: name.into(), file, sets: sets.to_vec() }
+    }
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// The reference loads.
+fn reference_cases() -> Vec<Case> {
+    vec![
+        Case::new(
+            "atlas-2015 switch 1, 400 credits",
+            "atlas-2015/switch1.toml",
+            &strings(&["system.credits_per_node=400", "run.events=2000", "run.warmup_events=0"]),
+        ),
+        Case::new("DAQ-like: 100 RU x 22 kB, 1 kHz, 10G/40G", "bench/daq-like.toml", &[]),
+    ]
+}
 
 fn peak_rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")
@@ -72,26 +88,32 @@ fn peak_rss_mib() -> f64 {
 }
 
 fn run_case(dir: &Path, case: &Case) -> anyhow::Result<()> {
-    let sets: Vec<String> = case.sets.iter().map(|s| s.to_string()).collect();
-    let s = super::load_scenario(&dir.join(case.file), &sets)?;
+    let s = super::load_scenario(&dir.join(case.file), &case.sets)?;
     let t = Instant::now();
     let out = simulate(&s, case.file, SimOptions::default());
     let wall = t.elapsed().as_secs_f64();
     let w = out.report.sim_work.expect("sim reports its work");
     let events = (s.run.events + s.run.warmup_events) as f64;
     println!(
-        "{{\"wall_s\":{wall},\"events\":{events},\"packets\":{},\"scheduler_events\":{},\"peak_mib\":{},\"mean_latency_ms\":{}}}",
-        w.packets,
-        w.scheduler_events,
-        peak_rss_mib(),
-        out.report.latency_ms.mean
+        "{}",
+        serde_json::json!({
+            "wall_s": wall,
+            "events": events,
+            "packets": w.packets,
+            "scheduler_events": w.scheduler_events,
+            "simulated_s": w.simulated_s,
+            "connections": w.connections,
+            "connection_bytes": w.connection_bytes,
+            "peak_mib": peak_rss_mib(),
+            "mean_latency_ms": out.report.latency_ms.mean,
+        })
     );
     Ok(())
 }
 
 /// Scheduler events per second of the bare event queue, with a standing population like a
 /// simulation's (many packets in flight).
-fn queue_baseline() -> f64 {
+pub(super) fn queue_baseline() -> f64 {
     let mut q: EventQueue<(u32, u32)> = EventQueue::new();
     let mut x: u64 = 0x9e37_79b9;
     for i in 0..20_000u32 {
@@ -112,8 +134,10 @@ fn queue_baseline() -> f64 {
 /// Runs the verb.
 pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some(name) = &a.case {
-        let case = CASES.iter().find(|c| c.name == name).ok_or_else(|| anyhow::anyhow!("no bench case `{name}`"))?;
-        run_case(&a.scenarios, case)?;
+        let all = reference_cases().into_iter().chain(scale::cases());
+        let case =
+            all.into_iter().find(|c| &c.name == name).ok_or_else(|| anyhow::anyhow!("no bench case `{name}`"))?;
+        run_case(&a.scenarios, &case)?;
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(addr) = &a.raw_tcp_send {
@@ -123,6 +147,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     let part = |p: &str| a.only.as_deref().is_none_or(|o| o == p);
     if part("sim") {
         bench_sim(&a)?;
+    }
+    if part("scale") {
+        scale::bench_scale(&a.scenarios, a.repeat)?;
     }
     if part("sweep") {
         bench_sweep(&a)?;
@@ -166,31 +193,33 @@ fn bench_sweep(a: &BenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn bench_sim(a: &BenchArgs) -> anyhow::Result<()> {
+/// Runs `case` in a child process `repeat` times; the figures of the fastest run.
+pub(super) fn time_case(scenarios: &Path, case: &Case, repeat: u32) -> anyhow::Result<serde_json::Value> {
     let exe = std::env::current_exe()?;
+    let mut best: Option<serde_json::Value> = None;
+    for _ in 0..repeat {
+        let out =
+            Command::new(&exe).args(["bench", "--scenarios"]).arg(scenarios).args(["--case", &case.name]).output()?;
+        if !out.status.success() {
+            anyhow::bail!("bench case `{}` failed: {}", case.name, String::from_utf8_lossy(&out.stderr));
+        }
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+        if best.as_ref().is_none_or(|b| v["wall_s"].as_f64() < b["wall_s"].as_f64()) {
+            best = Some(v);
+        }
+    }
+    best.ok_or_else(|| anyhow::anyhow!("repeat >= 1"))
+}
+
+fn bench_sim(a: &BenchArgs) -> anyhow::Result<()> {
     let baseline = (0..a.repeat).map(|_| queue_baseline()).fold(0.0, f64::max);
     println!("baseline: bare event queue {:.2} M scheduler events/s (one thread)\n", baseline / 1e6);
     println!(
         "{:<42} {:>12} {:>12} {:>14} {:>10} {:>9}",
         "case (one thread)", "events/s", "packets/s", "sched. ev/s", "vs queue", "peak MiB"
     );
-    for case in &CASES {
-        let mut best: Option<serde_json::Value> = None;
-        for _ in 0..a.repeat {
-            let out = Command::new(&exe)
-                .args(["bench", "--scenarios"])
-                .arg(&a.scenarios)
-                .args(["--case", case.name])
-                .output()?;
-            if !out.status.success() {
-                anyhow::bail!("bench case `{}` failed: {}", case.name, String::from_utf8_lossy(&out.stderr));
-            }
-            let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-            if best.as_ref().is_none_or(|b| v["wall_s"].as_f64() < b["wall_s"].as_f64()) {
-                best = Some(v);
-            }
-        }
-        let v = best.expect("repeat >= 1");
+    for case in &reference_cases() {
+        let v = time_case(&a.scenarios, case, a.repeat)?;
         let wall = v["wall_s"].as_f64().unwrap_or(f64::NAN);
         let f = |k: &str| v[k].as_f64().unwrap_or(f64::NAN) / wall;
         println!(
