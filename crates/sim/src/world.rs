@@ -150,7 +150,7 @@ enum Ev {
 /// A frame admitted to a port and not yet received by the port's peer. The packet travels in
 /// its port's FIFO rather than in a pool indexed by id: the FIFO is read and written in order,
 /// where a pool is touched at random once a deep buffer has evicted the packet from the cache
-/// (at 200 x 200 those misses were half of the run's time).
+/// (at 200 x 200 all-to-all the FIFO took the run from 4.97 to 4.12 s).
 #[derive(Debug, Clone, Copy)]
 struct Flight {
     arrival: Nanos,

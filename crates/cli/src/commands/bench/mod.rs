@@ -62,7 +62,7 @@ impl Case {
     }
 }
 
-fn strings(v: &[&str]) -> Vec<String> {
+pub(super) fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
@@ -111,9 +111,14 @@ fn run_case(dir: &Path, case: &Case) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The bare event queue's best rate over `repeat` measurements ([`queue_baseline`]).
+pub(super) fn best_queue_baseline(repeat: u32) -> f64 {
+    (0..repeat).map(|_| queue_baseline()).fold(0.0, f64::max)
+}
+
 /// Scheduler events per second of the bare event queue, with a standing population like a
 /// simulation's (many packets in flight).
-pub(super) fn queue_baseline() -> f64 {
+fn queue_baseline() -> f64 {
     let mut q: EventQueue<(u32, u32)> = EventQueue::new();
     let mut x: u64 = 0x9e37_79b9;
     for i in 0..20_000u32 {
@@ -212,7 +217,7 @@ pub(super) fn time_case(scenarios: &Path, case: &Case, repeat: u32) -> anyhow::R
 }
 
 fn bench_sim(a: &BenchArgs) -> anyhow::Result<()> {
-    let baseline = (0..a.repeat).map(|_| queue_baseline()).fold(0.0, f64::max);
+    let baseline = best_queue_baseline(a.repeat);
     println!("baseline: bare event queue {:.2} M scheduler events/s (one thread)\n", baseline / 1e6);
     println!(
         "{:<42} {:>12} {:>12} {:>14} {:>10} {:>9}",

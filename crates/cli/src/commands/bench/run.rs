@@ -5,6 +5,7 @@
 //! small ATLAS-like system (1.1 kB fragments). Everything in one run, so the ratios hold even
 //! though absolute speeds on a shared 2-core machine drift from minute to minute.
 
+use super::strings;
 use daqnet_evb::launcher::{launch, LaunchOptions};
 use daqnet_evb::net::transport::tuned_socket;
 use std::io::{Read, Write};
@@ -94,14 +95,10 @@ fn run_once(scenarios: &Path, file: &str, sets: &[String]) -> anyhow::Result<daq
     Ok(run.report)
 }
 
-fn sets(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| s.to_string()).collect()
-}
-
 /// Runs the benchmark and prints its table.
 pub fn bench_run(scenarios: &Path, repeat: u32) -> anyhow::Result<()> {
     let bulk = |verify: bool| {
-        sets(&[
+        strings(&[
             "system.readout_units=16",
             "system.fragment_size.bytes=128KiB",
             "system.pus_per_node=8",
@@ -111,7 +108,7 @@ pub fn bench_run(scenarios: &Path, repeat: u32) -> anyhow::Result<()> {
             if verify { "deploy.verify_payload=true" } else { "deploy.verify_payload=false" },
         ])
     };
-    let atlas = sets(&["system.processing_time_ns=0", "run.events=20000", "run.warmup_events=500"]);
+    let atlas = strings(&["system.processing_time_ns=0", "run.events=20000", "run.warmup_events=500"]);
     let (mut raw, mut raw16, mut on, mut off, mut events) = (0f64, 0f64, 0f64, 0f64, 0f64);
     for _ in 0..repeat {
         // Interleaved, so a slow minute of the machine hits every figure alike.

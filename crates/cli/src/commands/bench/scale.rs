@@ -5,7 +5,7 @@
 //! per scheduler event and per packet, and the ratio to the bare event queue measured in the
 //! same run shows how far the simulator is from its innermost operation.
 
-use super::{queue_baseline, time_case, Case};
+use super::{best_queue_baseline, time_case, Case};
 use std::path::Path;
 
 /// The sizes of the series.
@@ -54,7 +54,7 @@ pub(super) fn cases() -> Vec<Case> {
 
 /// Runs the series and prints its table.
 pub(super) fn bench_scale(scenarios: &Path, repeat: u32) -> anyhow::Result<()> {
-    let baseline = (0..repeat).map(|_| queue_baseline()).fold(0.0, f64::max);
+    let baseline = best_queue_baseline(repeat);
     println!("\nscale series (scenarios/bench/scale.toml, one thread); bare queue {:.2} M sched. ev/s", baseline / 1e6);
     println!(
         "{:<12} {:>4} {:>7} {:>8} {:>7} {:>12} {:>11} {:>8} {:>8} {:>8} {:>7}",
