@@ -55,6 +55,10 @@ id!(
     PuId(u32)
 );
 id!(
+    /// A worker node of a sub-farm, numbered from 0 ([`crate::farm`]).
+    WorkerId(u32)
+);
+id!(
     /// A data connection between one node's collector and one readout unit; [`Layout::conn`].
     ConnId(u32)
 );

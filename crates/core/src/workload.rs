@@ -23,6 +23,8 @@ pub enum Stream {
     Supervisor = 4,
     /// Readout units' service-time jitter.
     Service = 5,
+    /// A sub-farm worker's trigger decision.
+    Verdict = 6,
 }
 
 /// SplitMix64 finaliser: a bijective 64-bit mixer (also used to hash connections onto paths).

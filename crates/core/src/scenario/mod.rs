@@ -6,11 +6,13 @@
 //! (`"200ms"`, `"5 ms"`), see [`crate::units`].
 
 mod choice;
+mod farm;
 mod load;
 mod raw;
 mod validate;
 
 pub use choice::{Credits, Rate};
+pub use farm::{Dispatch, Farm, Implementation};
 pub use load::{apply_set, load, parse_str, ScenarioError};
 
 use crate::units::{de_bps, de_bytes, de_bytes_u32, de_ms, de_ns, de_secs};
@@ -29,6 +31,9 @@ pub struct Scenario {
     /// Where and how the roles of a real run (`daqnet run`, `daqnet role`) meet; the simulator
     /// ignores it.
     pub deploy: Deploy,
+    /// An LHCb sub-farm in place of the event builder of `[system]`; see [`Farm`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub farm: Option<Farm>,
 }
 
 /// `[system]`: the event-building dataflow.

@@ -1,6 +1,6 @@
 //! Semantic checks of a scenario: each problem names the field, its value and what is allowed.
 
-use super::{BufferConfig, Credits, FragmentSize, Rate, Scenario, Topology};
+use super::{BufferConfig, Credits, Dispatch, Farm, FragmentSize, Network, Rate, Scenario, Topology};
 
 type Problems = Vec<(String, String)>;
 
@@ -199,6 +199,9 @@ impl Scenario {
             format!("is {}; must be > 0 seconds", r.time_limit_s),
         );
         self.validate_deploy(&mut p);
+        if let Some(f) = &self.farm {
+            validate_farm(&mut p, f, n);
+        }
         p
     }
 
@@ -276,4 +279,45 @@ impl Scenario {
             format!("is {}; must be at least twice deploy.heartbeat_ms ({})", d.peer_timeout_ms, d.heartbeat_ms),
         );
     }
+}
+
+/// `[farm]`: sizes, fractions, and an implementation that can run the chosen dispatch.
+fn validate_farm(p: &mut Problems, f: &Farm, n: &Network) {
+    need(p, (1..=4096).contains(&f.workers), "farm.workers", format!("is {}; must be in 1 ..= 4096", f.workers));
+    let allowed = f.implementation.dispatches();
+    need(
+        p,
+        allowed.contains(&f.dispatch),
+        "farm.dispatch",
+        format!(
+            "is \"{}\", which farm.implementation = \"{}\" cannot run; it runs {}",
+            f.dispatch.name(),
+            f.implementation.name(),
+            allowed.iter().map(|d| format!("\"{}\"", d.name())).collect::<Vec<_>>().join(" or ")
+        ),
+    );
+    if f.dispatch == Dispatch::Tokens {
+        positive(p, "farm.initial_tokens", f.initial_tokens as u64);
+    }
+    positive(p, "farm.event_bytes", f.event_bytes);
+    positive(p, "farm.token_bytes", f.token_bytes as u64);
+    need(
+        p,
+        (0.0..=1.0).contains(&f.accept_fraction),
+        "farm.accept_fraction",
+        format!("is {}; must be in [0, 1]", f.accept_fraction),
+    );
+    if let Rate::Hz(r) = f.source_rate_hz {
+        need(p, r.is_finite() && r > 0.0, "farm.source_rate_hz", format!("is {r}; must be > 0 Hz, or \"unbounded\""));
+    }
+    positive(p, "farm.event_queue_events", f.event_queue_events as u64);
+    positive(p, "farm.pipe_bytes", f.pipe_bytes);
+    positive(p, "farm.sfc_link_bps", f.sfc_link_bps);
+    positive(p, "farm.worker_link_bps", f.worker_link_bps);
+    need(
+        p,
+        n.topology == Topology::Star,
+        "network.topology",
+        "is \"two_tier\"; a sub-farm ([farm]) sits on one switch: set topology = \"star\"".to_string(),
+    );
 }
