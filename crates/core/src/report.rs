@@ -242,9 +242,91 @@ pub struct RunReport {
     /// (testbed) Kernel TCP counters of every host.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<HostStats>,
+    /// (sub-farm scenarios) The SFC's queues and each worker's share; in such a report an
+    /// event is "built" when its verdict is back at the SFC (under `push`, none comes back:
+    /// when the worker has processed it), the latency is the dispatch latency (event at the
+    /// SFC -> verdict back), and the goodput is the event payload sent to workers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub farm: Option<FarmStats>,
     /// The scenario as run, every field resolved (TOML).
     #[serde(default)]
     pub resolved_scenario: String,
+}
+
+/// What a sub-farm run measured beyond the common fields.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FarmStats {
+    /// `v1`, `v2` or `v3`.
+    pub implementation: String,
+    /// `tokens`, `round_robin` or `push`.
+    pub dispatch: String,
+    /// Events that reached the SFC when no worker could take them at once.
+    pub waited_for_token: u64,
+    /// Most events waiting in the SFC's event queue.
+    pub peak_event_queue: u64,
+    /// Mean depth of the event queue as seen by arriving events.
+    pub mean_event_queue: f64,
+    /// Most tokens waiting in the token queue.
+    pub peak_token_queue: u64,
+    /// Mean depth of the token queue as seen by arriving events.
+    pub mean_token_queue: f64,
+    /// Event and token queue depths over the run: (seconds, events, tokens), about 100 samples.
+    pub queue_depth: Vec<(f64, u64, u64)>,
+    /// Tokens or verdicts that broke the protocol (unknown worker, event never sent).
+    pub protocol_errors: u64,
+    /// Workers lost during the run, with the events they took with them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost_workers: Vec<FaultRecord>,
+    /// Per-worker payload throughput over the measured part, bit/s: spread over workers.
+    pub worker_bps: Spread,
+    /// Mean over workers of the share of the run a worker spent not processing.
+    pub idle_fraction: f64,
+    /// Per worker.
+    pub workers: Vec<WorkerStats>,
+}
+
+/// Minimum, maximum, mean and coefficient of variation of a quantity over workers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+    /// Mean.
+    pub mean: f64,
+    /// Standard deviation over the mean (0 when the mean is 0).
+    pub cv: f64,
+}
+
+impl Spread {
+    /// The spread of `xs` (all zero when empty).
+    pub fn of(xs: &[f64]) -> Spread {
+        if xs.is_empty() {
+            return Spread::default();
+        }
+        let n = xs.len() as f64;
+        let mean = xs.iter().sum::<f64>() / n;
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+        Spread {
+            min: xs.iter().copied().fold(f64::INFINITY, f64::min),
+            max: xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            mean,
+            cv: if mean > 0.0 { var.sqrt() / mean } else { 0.0 },
+        }
+    }
+}
+
+/// One sub-farm worker over a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkerStats {
+    /// The worker.
+    pub worker: u32,
+    /// Measured events it finished.
+    pub events: u64,
+    /// Their payload, as bit/s over the measured part.
+    pub throughput_bps: f64,
+    /// Share of the run it spent not processing.
+    pub idle_fraction: f64,
 }
 
 /// Kernel TCP counters of one testbed host (its namespace's `nstat -asz`), whole run.
@@ -580,6 +662,34 @@ impl RunReport {
                 _ => "0".to_string(),
             },
         );
+        if let Some(f) = &self.farm {
+            let w = &f.worker_bps;
+            row("sub-farm", format!("{} with {} dispatch, {} workers", f.implementation, f.dispatch, f.workers.len()));
+            row(
+                "per worker",
+                format!(
+                    "{:.1} .. {:.1} Mb/s (mean {:.1}, cv {:.1} %), idle {:.1} %",
+                    w.min / 1e6,
+                    w.max / 1e6,
+                    w.mean / 1e6,
+                    100.0 * w.cv,
+                    100.0 * f.idle_fraction
+                ),
+            );
+            row(
+                "SFC queues",
+                format!(
+                    "events peak {} mean {:.1}, tokens peak {} mean {:.1}; {} events waited for a worker",
+                    f.peak_event_queue, f.mean_event_queue, f.peak_token_queue, f.mean_token_queue, f.waited_for_token
+                ),
+            );
+            if f.protocol_errors > 0 {
+                row(
+                    "protocol errors",
+                    format!("{} (tokens from unknown workers or for events not sent)", f.protocol_errors),
+                );
+            }
+        }
         if let Some(w) = &self.sim_work {
             row(
                 "simulator",

@@ -4,12 +4,30 @@
 //! * [`net`]: Ethernet framing, output-queued switch ports with dedicated, shared and deep
 //!   buffers, and the fabric built from a scenario.
 //! * [`tcp`]: the TCP model (Linux as reference).
+//! * [`sockets`]: TCP connections between the fabric's hosts carrying application messages,
+//!   the one layer every simulated dataflow runs over.
+//! * [`farm`]: the LHCb sub-farm (`core`'s dispatcher and workers) over the same layers.
 //! * [`world`]: the `core` dataflow state machines driven over all of that; [`simulate`] runs a
 //!   scenario and returns its [`daqnet_core::report::RunReport`].
 
 pub mod engine;
+pub mod farm;
 pub mod net;
+pub mod sockets;
 pub mod tcp;
 pub mod world;
 
-pub use world::{simulate, DropRule, SimOptions, SimOutput};
+pub use world::{DropRule, SimOptions, SimOutput};
+
+use daqnet_core::Scenario;
+
+/// Simulates `scenario` (already validated, defaults filled in): the sub-farm of its `[farm]`
+/// section if it has one, otherwise the event builder of `[system]`. `origin` names it in the
+/// report.
+pub fn simulate(scenario: &Scenario, origin: &str, opts: SimOptions) -> SimOutput {
+    if scenario.farm.is_some() {
+        farm::simulate(scenario, origin, opts)
+    } else {
+        world::simulate(scenario, origin, opts)
+    }
+}

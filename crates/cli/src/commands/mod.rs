@@ -174,6 +174,9 @@ pub fn verdict(r: &daqnet_core::report::RunReport, sc: &Scenario, file: &str) ->
     if r.events_built == 0 {
         return vec!["verdict: no event was built (see the events not built and the faults above)".into()];
     }
+    if let (Some(f), Some(farm)) = (&r.farm, &sc.farm) {
+        return farm_verdict(r, f, farm, sc.network.payload_share(), file);
+    }
     let worst = r.switch.ports.iter().max_by_key(|p| (p.drops, p.peak_bytes));
     let buffer = collector_buffer(sc);
     let shaping = {
@@ -226,6 +229,31 @@ pub fn verdict(r: &daqnet_core::report::RunReport, sc: &Scenario, file: &str) ->
             _ => {}
         }
     }
+    v
+}
+
+/// A sub-farm's verdict: how close the payload came to the SFC link's capacity, or to the
+/// workers' processing capacity, and what to compare next.
+fn farm_verdict(
+    r: &daqnet_core::report::RunReport,
+    f: &daqnet_core::report::FarmStats,
+    farm: &daqnet_core::scenario::Farm,
+    payload_share: f64,
+    file: &str,
+) -> Vec<String> {
+    let link = farm.sfc_link_bps as f64 * payload_share;
+    let mut v = vec![format!(
+        "verdict: {:.0} Mb/s of event payload = {:.1} % of the SFC link's payload capacity ({:.0} Mb/s); workers \
+         idle {:.1} % of the time",
+        r.goodput_bps / 1e6,
+        100.0 * r.goodput_bps / link,
+        link / 1e6,
+        100.0 * f.idle_fraction
+    )];
+    v.push(format!(
+        "compare: daqnet sweep {file} --vary farm.initial_tokens=1,2,4 (or --set farm.implementation=v1 --vary \
+         farm.dispatch=tokens,round_robin)"
+    ));
     v
 }
 

@@ -387,7 +387,7 @@ mod tests {
                     model_tokens.push_back(w);
                 }
             }
-            let mut check = |d: &mut Dispatcher, model: &mut VecDeque<u32>, held: &mut Vec<VecDeque<u64>>,
+            let check = |d: &mut Dispatcher, model: &mut VecDeque<u32>, held: &mut Vec<VecDeque<u64>>,
                              sent: &mut Vec<u64>| -> Result<(), TestCaseError> {
                 for (w, e) in sends(d) {
                     prop_assert_eq!(model.pop_front(), Some(w), "not the first token's worker");

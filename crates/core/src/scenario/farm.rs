@@ -49,8 +49,10 @@ pub struct Farm {
     /// `v1`: events the generator offers per second, or `"unbounded"`: the generator keeps
     /// the SFC's event queue full (it is back-pressured, as by its TCP connection in the note).
     pub source_rate_hz: Rate,
-    /// `v1`: events the SFC's event queue holds; a generated event that finds it full is lost
-    /// and counted (`events_not_built.lost`).
+    /// `v1`: events the SFC's event queue holds (default 40: two per worker of the note's 20);
+    /// a generated event that finds it full is lost and counted (`events_not_built.lost`). A
+    /// back-pressured generator keeps it full, so every event waits behind this many: its
+    /// dispatch latency includes that wait.
     pub event_queue_events: u32,
     /// `round_robin`, `push`: event bytes the SFC may have on a worker's connection (sent and
     /// not yet taken by the worker: the socket buffers of both ends) before a send to it blocks.
@@ -134,7 +136,7 @@ impl Default for Farm {
             reject_ns: 0,
             accept_ns: 0,
             source_rate_hz: Rate::Unbounded,
-            event_queue_events: 1000,
+            event_queue_events: 40,
             pipe_bytes: 128 << 10,
             sfc_link_bps: 1_000_000_000,
             worker_link_bps: 100_000_000,

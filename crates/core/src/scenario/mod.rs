@@ -543,6 +543,12 @@ impl Network {
     pub fn mss_bytes(&self) -> u32 {
         self.mtu_bytes.saturating_sub(52)
     }
+
+    /// Share of a link's rate that full-sized segments carry as payload: the MSS over the
+    /// MTU plus Ethernet's header, FCS, preamble and inter-frame gap (38 bytes).
+    pub fn payload_share(&self) -> f64 {
+        self.mss_bytes() as f64 / (self.mtu_bytes + 38) as f64
+    }
 }
 
 impl Default for TcpConfig {

@@ -92,7 +92,23 @@ impl Fabric {
     /// Builds the fabric of `net` for `readout_units` readout units and `nodes` nodes.
     /// `net` must have had [`daqnet_core::Scenario::with_defaults`] applied and be valid.
     pub fn build(net: &Network, readout_units: u32, nodes: u32) -> Fabric {
-        let hosts = (readout_units + nodes) as usize;
+        let rate = |h: u32| if h < readout_units { net.readout_link_bps } else { net.node_link_bps };
+        let hosts = (0..readout_units + nodes).map(|h| (host_name(h, readout_units), rate(h))).collect();
+        Self::assemble(net, hosts, readout_units)
+    }
+
+    /// A star (`net.topology` must be `star`) joining `hosts`, given as (name, link rate in
+    /// bit/s) and numbered in order.
+    pub fn star(net: &Network, hosts: Vec<(String, u64)>) -> Fabric {
+        assert_eq!(net.topology, Topology::Star, "Fabric::star needs a star network");
+        Self::assemble(net, hosts, 0)
+    }
+
+    /// The fabric of `net` for `hosts` (name, link rate); in a two-tier network the first
+    /// `readout_units` are readout units, the rest nodes.
+    fn assemble(net: &Network, host_specs: Vec<(String, u64)>, readout_units: u32) -> Fabric {
+        let nodes = host_specs.len() as u32 - readout_units;
+        let hosts = host_specs.len();
         let mut b = Builder {
             f: Fabric {
                 ports: Vec::new(),
@@ -107,17 +123,11 @@ impl Fabric {
         };
         let d = net.link_delay_ns;
         let into_host = net.link_delay_ns + net.host_delay_ns;
-        let host_rate = |h: u32| {
-            if h < readout_units {
-                net.readout_link_bps
-            } else {
-                net.node_link_bps
-            }
-        };
+        let host_rate = |h: u32| host_specs[h as usize].1;
         // Attaches host h to switch s: the host's NIC and the switch's port towards it.
         let attach = |b: &mut Builder, s: u32, h: u32| -> u32 {
             let sw = b.f.switch_names[s as usize].clone();
-            let hn = host_name(h, readout_units);
+            let hn = &host_specs[h as usize].0;
             let nic = b.port(format!("{hn}->{sw}"), host_rate(h), d, PortBuffer::Unlimited, false, Vertex::Switch(s));
             if net.host_burst_ns > 0 {
                 b.f.ports[nic as usize].shape(net.host_burst_ns);

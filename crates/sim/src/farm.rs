@@ -1,0 +1,349 @@
+//! The LHCb sub-farm simulated: the `core` [`Dispatcher`] (the SFC) and [`Worker`]s driven
+//! over the [`Sockets`] layer, one TCP connection per worker, on a star switch.
+//!
+//! Host 0 is the SFC (`farm.sfc_link_bps`); worker `w` is host `w + 1`
+//! (`farm.worker_link_bps`). Connection `w` joins worker `w` (it opened the connection) to the
+//! SFC. The note's two switches (the SFC's Gigabit switch with a Gigabit uplink to the workers'
+//! Fast Ethernet switch, [LHCb-SFC] §2.1) become one switch whose port towards the SFC runs at
+//! the SFC's rate: the uplink ran at that rate too, so it added no bottleneck.
+
+use crate::engine::EventQueue;
+use crate::net::fabric::Fabric;
+use crate::sockets::{End, Ev, Sockets};
+use crate::tcp::TcpParams;
+use crate::world::{SimOptions, SimOutput};
+use daqnet_core::farm::{Dispatcher, DispatcherOutput, Token, Worker, WorkerOutput};
+use daqnet_core::report::{
+    EventRecord, FarmStats, Measure, NotBuilt, RunReport, SimWork, Spread, SwitchStats, Track, WorkerStats,
+};
+use daqnet_core::scenario::{Dispatch, Farm, Implementation, Rate};
+use daqnet_core::{ConnId, EventId, Nanos, NodeId, PuId, Scenario, WorkerId, NS_PER_S};
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+#[derive(Debug, Clone, Copy)]
+enum Msg {
+    Event { event: EventId, bytes: u64 },
+    Token(Token),
+}
+
+#[derive(Debug, Clone, Copy)]
+enum FarmEv {
+    /// The generator offers its next event (`v1` at a fixed rate).
+    Generate,
+    WorkerWake(WorkerId),
+}
+
+struct FarmWorld<'a> {
+    q: EventQueue<Ev<FarmEv>>,
+    net: Sockets<Msg>,
+    farm: Farm,
+    sfc: Dispatcher,
+    workers: Vec<Worker>,
+    /// Per worker: event bytes sent to it, and taken by it (started); their difference is
+    /// what sits in the connection.
+    sent: Vec<u64>,
+    taken: Vec<u64>,
+    /// Arrival at the SFC of events pushed (`push` has no verdicts to carry it back).
+    pushed_at: std::collections::HashMap<EventId, Nanos>,
+    generated: u64,
+    lost: u64,
+    built: u64,
+    total: u64,
+    measure: Measure,
+    records: Vec<EventRecord>,
+    per_worker: Vec<(u64, u64)>,
+    depth_sum: (u64, u64),
+    depth_samples: Vec<(f64, u64, u64)>,
+    warmup: u64,
+    opts: SimOptions<'a>,
+    progress_every: u64,
+}
+
+/// Simulates the sub-farm of `scenario` (valid, defaults filled in, with `[farm]`).
+pub fn simulate(scenario: &Scenario, origin: &str, opts: SimOptions) -> SimOutput {
+    let wall = Instant::now();
+    let mut w = FarmWorld::new(scenario, opts);
+    let limit = (scenario.run.time_limit_s * NS_PER_S as f64) as Nanos;
+    let stop = w.opts.stop;
+    let mut interrupted = false;
+    w.start();
+    while w.built + w.lost < w.total {
+        if w.q.popped().is_multiple_of(1 << 16) && stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+            interrupted = true;
+            break;
+        }
+        let Some((now, ev)) = w.q.pop() else { break };
+        if now > limit {
+            break;
+        }
+        w.dispatch(ev);
+    }
+    let mut out = w.report(scenario, origin, wall.elapsed().as_secs_f64());
+    out.report.interrupted = interrupted;
+    out
+}
+
+impl<'a> FarmWorld<'a> {
+    fn new(scenario: &Scenario, opts: SimOptions<'a>) -> Self {
+        let farm = scenario.farm.clone().expect("a sub-farm scenario has [farm]");
+        let net = &scenario.network;
+        let n = farm.workers;
+        let hosts = std::iter::once(("sfc".to_string(), farm.sfc_link_bps))
+            .chain((0..n).map(|w| (format!("worker{w}"), farm.worker_link_bps)))
+            .collect();
+        let fabric = Fabric::star(net, hosts);
+        let params = TcpParams::from_config(&net.tcp, net.mss_bytes());
+        let sockets = Sockets::new(fabric, &params, (0..n).map(|w| (w + 1, 0)));
+        let capacity = (farm.implementation == Implementation::V1).then_some(farm.event_queue_events as usize);
+        let seed = scenario.run.seed;
+        let total = scenario.run.warmup_events + scenario.run.events;
+        FarmWorld {
+            q: EventQueue::new(),
+            net: sockets,
+            sfc: Dispatcher::new(farm.dispatch, n, capacity),
+            workers: (0..n).map(|w| Worker::new(WorkerId(w), &farm, seed)).collect(),
+            sent: vec![0; n as usize],
+            taken: vec![0; n as usize],
+            pushed_at: Default::default(),
+            generated: 0,
+            lost: 0,
+            built: 0,
+            total,
+            measure: Measure::new(scenario.run.warmup_events),
+            records: Vec::new(),
+            per_worker: vec![(0, 0); n as usize],
+            depth_sum: (0, 0),
+            depth_samples: Vec::new(),
+            warmup: scenario.run.warmup_events,
+            progress_every: (total / 200).max(1),
+            farm,
+            opts,
+        }
+    }
+
+    fn conn(w: WorkerId) -> ConnId {
+        ConnId(w.0)
+    }
+
+    /// Every worker connects at time 0; the generator starts.
+    fn start(&mut self) {
+        for w in 0..self.workers.len() as u32 {
+            self.workers[w as usize].on_connected();
+            self.drain_worker(WorkerId(w));
+            if self.farm.dispatch != Dispatch::Tokens {
+                self.sfc.on_writable(WorkerId(w));
+            }
+        }
+        match self.farm.source_rate_hz {
+            Rate::Hz(_) if self.farm.implementation == Implementation::V1 => {
+                self.q.schedule(0, Ev::App(FarmEv::Generate))
+            }
+            _ => self.feed(),
+        }
+        self.drain_sfc();
+    }
+
+    fn dispatch(&mut self, ev: Ev<FarmEv>) {
+        match ev {
+            Ev::Arrive { port } => {
+                if let Some(rx) = self.net.arrive(&mut self.q, port) {
+                    while let Some(msg) = self.net.next_message(&rx) {
+                        self.on_message(rx.conn, msg);
+                    }
+                    self.net.pump(&mut self.q, rx.conn, rx.end);
+                }
+            }
+            Ev::Tcp { ep } => self.net.on_timer(&mut self.q, ep),
+            Ev::App(FarmEv::Generate) => self.generate(),
+            Ev::App(FarmEv::WorkerWake(w)) => {
+                self.workers[w.index()].on_wake(self.q.now());
+                self.drain_worker(w);
+            }
+        }
+    }
+
+    fn on_message(&mut self, c: ConnId, msg: Msg) {
+        let now = self.q.now();
+        let w = WorkerId(c.0);
+        match msg {
+            Msg::Event { event, bytes } => {
+                self.workers[w.index()].on_event(now, event, bytes);
+                self.drain_worker(w);
+            }
+            Msg::Token(t) => {
+                // A protocol error is counted by the dispatcher; the run goes on.
+                let _ = self.sfc.on_token(now, t);
+                self.feed();
+                self.drain_sfc();
+            }
+        }
+    }
+
+    /// `v1` at a fixed rate: one event now, the next one period later; a full queue loses it.
+    fn generate(&mut self) {
+        let Rate::Hz(hz) = self.farm.source_rate_hz else { unreachable!("scheduled only at a fixed rate") };
+        if self.offer_event().is_err() {
+            self.lost += 1;
+        }
+        if self.generated < self.total {
+            let period = (NS_PER_S as f64 / hz).round().max(1.0) as Nanos;
+            self.q.schedule(self.q.now() + period, Ev::App(FarmEv::Generate));
+        }
+        self.drain_sfc();
+    }
+
+    /// Offers events while the SFC wants them (a back-pressured generator, or an event made
+    /// when a worker can take it), unless the generator runs at a fixed rate.
+    fn feed(&mut self) {
+        if matches!(self.farm.source_rate_hz, Rate::Hz(_)) && self.farm.implementation == Implementation::V1 {
+            return;
+        }
+        while self.generated < self.total && self.sfc.wants_event() {
+            self.offer_event().expect("the dispatcher wants it");
+        }
+    }
+
+    fn offer_event(&mut self) -> Result<(), daqnet_core::farm::FarmError> {
+        let now = self.q.now();
+        let event = EventId(self.generated);
+        self.generated += 1;
+        self.depth_sum.0 += self.sfc.queued_events() as u64;
+        self.depth_sum.1 += self.sfc.queued_tokens() as u64;
+        if event.0.is_multiple_of((self.total / 100).max(1)) {
+            let t = now as f64 / NS_PER_S as f64;
+            self.depth_samples.push((t, self.sfc.queued_events() as u64, self.sfc.queued_tokens() as u64));
+        }
+        if self.farm.dispatch == Dispatch::Push {
+            self.pushed_at.insert(event, now);
+        }
+        self.sfc.on_event(now, event, self.farm.event_bytes)
+    }
+
+    fn drain_sfc(&mut self) {
+        let now = self.q.now();
+        while let Some(out) = self.sfc.poll() {
+            match out {
+                DispatcherOutput::Send { worker, event, bytes } => {
+                    self.sent[worker.index()] += bytes;
+                    self.net.send(&mut self.q, Self::conn(worker), End::Acceptor, bytes, Msg::Event { event, bytes });
+                    self.maybe_writable(worker);
+                }
+                DispatcherOutput::Verdict { worker, verdict, queued } => {
+                    self.on_done(worker, verdict.event, queued, now);
+                }
+            }
+            self.feed();
+        }
+    }
+
+    fn drain_worker(&mut self, w: WorkerId) {
+        let now = self.q.now();
+        while let Some(out) = self.workers[w.index()].poll() {
+            match out {
+                WorkerOutput::Token(t) => {
+                    let bytes = t.wire_bytes(self.farm.token_bytes);
+                    self.net.send(&mut self.q, Self::conn(w), End::Opener, bytes, Msg::Token(t));
+                }
+                WorkerOutput::WakeAt(t) => self.q.schedule(t, Ev::App(FarmEv::WorkerWake(w))),
+                WorkerOutput::Started { bytes, .. } => {
+                    self.taken[w.index()] += bytes;
+                    self.maybe_writable(w);
+                    self.feed();
+                    self.drain_sfc();
+                }
+                WorkerOutput::Processed { verdict, .. } => {
+                    if let Some(queued) = self.pushed_at.remove(&verdict.event) {
+                        self.on_done(w, verdict.event, queued, now);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Under `round_robin` and `push`, tells the SFC when worker `w`'s connection takes more.
+    fn maybe_writable(&mut self, w: WorkerId) {
+        if self.farm.dispatch != Dispatch::Tokens && self.sent[w.index()] - self.taken[w.index()] < self.farm.pipe_bytes
+        {
+            self.sfc.on_writable(w);
+        }
+    }
+
+    fn on_done(&mut self, w: WorkerId, event: EventId, queued: Nanos, now: Nanos) {
+        let bytes = self.farm.event_bytes;
+        // In a sub-farm the processing unit is the worker and the node the SFC.
+        let track =
+            Track { event, pu: PuId(w.0), node: NodeId(0), assigned: queued, started: queued, done: now, bytes };
+        self.measure.record(&track);
+        if self.opts.record_events {
+            self.records.push(track.record(self.warmup));
+        }
+        if event.0 >= self.warmup {
+            let p = &mut self.per_worker[w.index()];
+            p.0 += 1;
+            p.1 += bytes;
+        }
+        self.built += 1;
+        if self.built.is_multiple_of(self.progress_every) || self.built == self.total {
+            if let Some(p) = self.opts.progress.as_mut() {
+                p(self.built, self.total);
+            }
+        }
+    }
+
+    fn report(mut self, scenario: &Scenario, origin: &str, wall_s: f64) -> SimOutput {
+        let measured = self.measure.finish();
+        let duration = measured.duration_s;
+        let built = measured.events_built;
+        let mut report = RunReport::measured("sim", origin, scenario, measured);
+        let lost = self.lost.min(scenario.run.events);
+        report.events_not_built =
+            NotBuilt { timed_out: 0, lost, abandoned: scenario.run.events.saturating_sub(built + lost) };
+        report.tcp = self.net.tcp_counters();
+        report.tcp_source = "model".into();
+        let ports = self.net.switch_ports();
+        report.switch = SwitchStats { drops: ports.iter().map(|p| p.drops).sum(), ports };
+        report.wall_s = wall_s;
+        report.sim_events_per_s = Some(if wall_s > 0.0 { self.built as f64 / wall_s } else { 0.0 });
+        let simulated = self.q.now();
+        report.sim_work = Some(SimWork {
+            scheduler_events: self.q.popped(),
+            packets: self.net.packets(),
+            simulated_s: simulated as f64 / NS_PER_S as f64,
+            connections: self.net.connections() as u64,
+            connection_bytes: self.net.connection_bytes() as u64,
+        });
+        let per_s = |x: f64| if duration > 0.0 { x / duration } else { 0.0 };
+        let workers: Vec<WorkerStats> = self
+            .workers
+            .iter()
+            .zip(&self.per_worker)
+            .enumerate()
+            .map(|(i, (w, &(events, bytes)))| WorkerStats {
+                worker: i as u32,
+                events,
+                throughput_bps: per_s(bytes as f64 * 8.0),
+                idle_fraction: 1.0 - w.busy_ns() as f64 / simulated.max(1) as f64,
+            })
+            .collect();
+        let stats = self.sfc.stats();
+        let arrivals = self.generated.max(1) as f64;
+        report.farm = Some(FarmStats {
+            implementation: self.farm.implementation.name().into(),
+            dispatch: self.farm.dispatch.name().into(),
+            waited_for_token: stats.waited_for_token,
+            peak_event_queue: stats.peak_event_queue as u64,
+            mean_event_queue: self.depth_sum.0 as f64 / arrivals,
+            peak_token_queue: stats.peak_token_queue as u64,
+            mean_token_queue: self.depth_sum.1 as f64 / arrivals,
+            queue_depth: self.depth_samples,
+            protocol_errors: stats.protocol_errors,
+            lost_workers: Vec::new(),
+            worker_bps: Spread::of(&workers.iter().map(|w| w.throughput_bps).collect::<Vec<_>>()),
+            idle_fraction: workers.iter().map(|w| w.idle_fraction).sum::<f64>() / workers.len().max(1) as f64,
+            workers,
+        });
+        self.records.sort_unstable_by_key(|r| r.event);
+        SimOutput { report, events: self.records }
+    }
+}
