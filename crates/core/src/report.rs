@@ -212,7 +212,8 @@ pub struct RunReport {
     pub tcp: TcpCounters,
     /// Where the TCP counters come from: `"model"` (the simulator's), `"nstat"` (the testbed's
     /// hosts, all counters), `"tcp_info"` (a real run: retransmissions and timeouts of the
-    /// readout units' data sockets only; the other counters are not measured); empty: none
+    /// readout units' data sockets only, or a sub-farm SFC's; the other counters are not
+    /// measured); empty: none
     /// measured.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tcp_source: String,
@@ -611,8 +612,10 @@ impl RunReport {
         match self.tcp_source.as_str() {
             "" => "not measured".into(),
             "tcp_info" => format!(
-                "{} retransmits, {} timeouts (TCP_INFO of the readout units' data sockets; recoveries and probes not measured)",
-                t.retransmits, t.timeouts
+                "{} retransmits, {} timeouts (TCP_INFO of the {} data sockets; recoveries and probes not measured)",
+                t.retransmits,
+                t.timeouts,
+                if self.farm.is_some() { "SFC's" } else { "readout units'" }
             ),
             _ => format!(
                 "{} retransmits, {} timeouts, {} fast recoveries ({} failed), {} lost retransmissions{}",

@@ -186,6 +186,16 @@ fn fresh_run_id() -> u64 {
     (mix(t ^ ((std::process::id() as u64) << 32)) >> 1).max(1)
 }
 
+/// The role that is the run's rendezvous and writes its report: the supervisor, or a
+/// sub-farm's controller.
+pub fn head(sc: &Scenario) -> RoleId {
+    if sc.farm.is_some() {
+        RoleId::Sfc
+    } else {
+        RoleId::Supervisor
+    }
+}
+
 /// How the supervisor ended.
 enum Ended {
     /// It exited with this code (its report, if any, is in the output folder).
@@ -198,7 +208,7 @@ fn role_command(opts: &LaunchOptions, file: &Path, role: RoleId) -> anyhow::Resu
     let mut c = Command::new(&opts.exe);
     let mut a = RoleArgs::new(role, file.to_path_buf());
     a.out = opts.out.clone();
-    if role == RoleId::Supervisor {
+    if matches!(role, RoleId::Supervisor | RoleId::Sfc) {
         a.launched = true;
         a.quiet = true;
         a.origin = Some(opts.origin.clone());
@@ -218,9 +228,9 @@ fn role_command(opts: &LaunchOptions, file: &Path, role: RoleId) -> anyhow::Resu
 
 fn run_roles(sc: &Scenario, opts: &mut LaunchOptions, file: &Path, interrupted: &AtomicBool) -> anyhow::Result<Ended> {
     let mut roles = Roles { procs: Vec::new(), group: None };
-    let mut cmd = role_command(opts, file, RoleId::Supervisor)?;
+    let mut cmd = role_command(opts, file, head(sc))?;
     cmd.stdout(Stdio::piped());
-    let sup = roles.spawn(RoleId::Supervisor, cmd)?;
+    let sup = roles.spawn(head(sc), cmd)?;
     let lines = read_lines(sup.stdout.take().expect("piped"));
     let deadline = Instant::now() + Duration::from_millis(sc.deploy.startup_timeout_ms);
     let addr = loop {
@@ -230,8 +240,12 @@ fn run_roles(sc: &Scenario, opts: &mut LaunchOptions, file: &Path, interrupted: 
             Err(_) => bail!("the supervisor did not start; its error is above"),
         }
     };
-    let mut layout_roles: Vec<RoleId> = sc.layout().readouts().map(RoleId::Readout).collect();
-    layout_roles.extend(sc.layout().all_nodes().map(RoleId::Collector));
+    let layout_roles: Vec<RoleId> = match &sc.farm {
+        Some(f) => (0..f.workers).map(|w| RoleId::Worker(daqnet_core::WorkerId(w))).collect(),
+        None => {
+            sc.layout().readouts().map(RoleId::Readout).chain(sc.layout().all_nodes().map(RoleId::Collector)).collect()
+        }
+    };
     for role in layout_roles {
         let mut c = role_command(opts, file, role)?;
         c.args(["--supervisor", &addr]);
@@ -300,11 +314,11 @@ fn watch(
         if interrupted.load(Ordering::Relaxed) && !forwarded {
             forwarded = true;
             last_heard = Instant::now();
-            roles.signal(RoleId::Supervisor, libc::SIGTERM);
+            roles.signal(head(sc), libc::SIGTERM);
         }
         let silent = last_heard.elapsed();
         if silent > hang_after(sc) {
-            roles.signal(RoleId::Supervisor, libc::SIGKILL);
+            roles.signal(head(sc), libc::SIGKILL);
             let reason = format!(
                 "no sign of life from the supervisor for {:.1} s: stopped or hung; killed",
                 silent.as_secs_f64()
@@ -346,7 +360,7 @@ fn launcher_report(
     let lost = measured_assigned.min(target);
     let fault = FaultRecord {
         at_s,
-        role: RoleId::Supervisor.to_string(),
+        role: head(sc).to_string(),
         noticed_by: "launcher".into(),
         reason: format!("{reason} ({finished} events had finished; their results are lost with it)"),
         lost_events: Vec::new(),

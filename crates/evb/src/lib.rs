@@ -11,9 +11,11 @@
 //!   ([`role::RoleArgs`]), shared by the launcher and the CLI.
 //! * [`roles`]: the readout, collector and supervisor processes: state machines without IO
 //!   and the thin loops that drive them.
+//! * [`farm`]: the LHCb sub-farm's SFC and workers, the note's three implementations.
 //! * [`launcher`]: `daqnet run`, every role as a process on this machine.
 //! * [`metrics`]: the Prometheus endpoint.
 
+pub mod farm;
 pub mod launcher;
 pub mod metrics;
 pub mod net;

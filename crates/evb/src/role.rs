@@ -9,7 +9,7 @@
 //!   object per line, written and read through this one type.
 
 use clap::{Args, ValueEnum};
-use daqnet_core::{NodeId, ReadoutId};
+use daqnet_core::{NodeId, ReadoutId, WorkerId};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::fmt;
@@ -27,6 +27,10 @@ pub enum RoleId {
     Readout(ReadoutId),
     /// The collector of one node, with the node's processing units.
     Collector(NodeId),
+    /// A sub-farm's controller (hands events to workers, writes the report).
+    Sfc,
+    /// A sub-farm worker.
+    Worker(WorkerId),
 }
 
 impl fmt::Display for RoleId {
@@ -35,6 +39,8 @@ impl fmt::Display for RoleId {
             RoleId::Supervisor => write!(f, "supervisor"),
             RoleId::Readout(r) => write!(f, "readout {r}"),
             RoleId::Collector(n) => write!(f, "collector {n}"),
+            RoleId::Sfc => write!(f, "sfc"),
+            RoleId::Worker(w) => write!(f, "worker {w}"),
         }
     }
 }
@@ -46,15 +52,18 @@ impl RoleId {
             RoleId::Supervisor => RoleKind::Supervisor,
             RoleId::Readout(_) => RoleKind::Readout,
             RoleId::Collector(_) => RoleKind::Collector,
+            RoleId::Sfc => RoleKind::Sfc,
+            RoleId::Worker(_) => RoleKind::Worker,
         }
     }
 
-    /// The readout unit or node number (0 for the supervisor).
+    /// The readout unit, node or worker number (0 for the supervisor and the SFC).
     pub fn index(self) -> u32 {
         match self {
-            RoleId::Supervisor => 0,
+            RoleId::Supervisor | RoleId::Sfc => 0,
             RoleId::Readout(r) => r.0,
             RoleId::Collector(n) => n.0,
+            RoleId::Worker(w) => w.0,
         }
     }
 
@@ -64,6 +73,8 @@ impl RoleId {
             RoleKind::Supervisor => RoleId::Supervisor,
             RoleKind::Readout => RoleId::Readout(ReadoutId(index)),
             RoleKind::Collector => RoleId::Collector(NodeId(index)),
+            RoleKind::Sfc => RoleId::Sfc,
+            RoleKind::Worker => RoleId::Worker(WorkerId(index)),
         }
     }
 }
@@ -77,6 +88,10 @@ pub enum RoleKind {
     Readout,
     /// The collector of one node with its processing units.
     Collector,
+    /// A sub-farm controller: hands events to its workers and writes report.json.
+    Sfc,
+    /// A sub-farm worker: processes the events the SFC sends and answers with tokens.
+    Worker,
 }
 
 /// Run one role of a real run (`daqnet run` starts them all on one machine).
@@ -111,7 +126,7 @@ pub struct RoleArgs {
     /// Listen address (supervisor, readout).
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
-    /// (supervisor) Output folder for report.json.
+    /// (supervisor, sfc) Output folder for report.json.
     #[arg(long, default_value = "out/run")]
     pub out: PathBuf,
     /// (supervisor) Also write events.csv.

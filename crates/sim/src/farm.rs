@@ -12,12 +12,10 @@ use crate::net::fabric::Fabric;
 use crate::sockets::{End, Ev, Sockets};
 use crate::tcp::TcpParams;
 use crate::world::{SimOptions, SimOutput};
-use daqnet_core::farm::{Dispatcher, DispatcherOutput, Token, Worker, WorkerOutput};
-use daqnet_core::report::{
-    EventRecord, FarmStats, Measure, NotBuilt, RunReport, SimWork, Spread, SwitchStats, Track, WorkerStats,
-};
+use daqnet_core::farm::{Dispatcher, DispatcherOutput, FarmTally, Token, Worker, WorkerOutput};
+use daqnet_core::report::{SimWork, SwitchStats};
 use daqnet_core::scenario::{Dispatch, Farm, Implementation, Rate};
-use daqnet_core::{ConnId, EventId, Nanos, NodeId, PuId, Scenario, WorkerId, NS_PER_S};
+use daqnet_core::{ConnId, EventId, Nanos, Scenario, WorkerId, NS_PER_S};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -47,15 +45,8 @@ struct FarmWorld<'a> {
     /// Arrival at the SFC of events pushed (`push` has no verdicts to carry it back).
     pushed_at: std::collections::HashMap<EventId, Nanos>,
     generated: u64,
-    lost: u64,
-    built: u64,
     total: u64,
-    measure: Measure,
-    records: Vec<EventRecord>,
-    per_worker: Vec<(u64, u64)>,
-    depth_sum: (u64, u64),
-    depth_samples: Vec<(f64, u64, u64)>,
-    warmup: u64,
+    tally: FarmTally,
     opts: SimOptions<'a>,
     progress_every: u64,
 }
@@ -68,7 +59,7 @@ pub fn simulate(scenario: &Scenario, origin: &str, opts: SimOptions) -> SimOutpu
     let stop = w.opts.stop;
     let mut interrupted = false;
     w.start();
-    while w.built + w.lost < w.total {
+    while !w.tally.finished() {
         if w.q.popped().is_multiple_of(1 << 16) && stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
             interrupted = true;
             break;
@@ -107,15 +98,8 @@ impl<'a> FarmWorld<'a> {
             taken: vec![0; n as usize],
             pushed_at: Default::default(),
             generated: 0,
-            lost: 0,
-            built: 0,
             total,
-            measure: Measure::new(scenario.run.warmup_events),
-            records: Vec::new(),
-            per_worker: vec![(0, 0); n as usize],
-            depth_sum: (0, 0),
-            depth_samples: Vec::new(),
-            warmup: scenario.run.warmup_events,
+            tally: FarmTally::new(n, scenario.run.warmup_events, total, opts.record_events),
             progress_every: (total / 200).max(1),
             farm,
             opts,
@@ -184,7 +168,7 @@ impl<'a> FarmWorld<'a> {
     fn generate(&mut self) {
         let Rate::Hz(hz) = self.farm.source_rate_hz else { unreachable!("scheduled only at a fixed rate") };
         if self.offer_event().is_err() {
-            self.lost += 1;
+            self.tally.on_lost(1);
         }
         if self.generated < self.total {
             let period = (NS_PER_S as f64 / hz).round().max(1.0) as Nanos;
@@ -208,12 +192,7 @@ impl<'a> FarmWorld<'a> {
         let now = self.q.now();
         let event = EventId(self.generated);
         self.generated += 1;
-        self.depth_sum.0 += self.sfc.queued_events() as u64;
-        self.depth_sum.1 += self.sfc.queued_tokens() as u64;
-        if event.0.is_multiple_of((self.total / 100).max(1)) {
-            let t = now as f64 / NS_PER_S as f64;
-            self.depth_samples.push((t, self.sfc.queued_events() as u64, self.sfc.queued_tokens() as u64));
-        }
+        self.tally.on_arrival(now, event, (self.sfc.queued_events(), self.sfc.queued_tokens()));
         if self.farm.dispatch == Dispatch::Push {
             self.pushed_at.insert(event, now);
         }
@@ -270,42 +249,27 @@ impl<'a> FarmWorld<'a> {
     }
 
     fn on_done(&mut self, w: WorkerId, event: EventId, queued: Nanos, now: Nanos) {
-        let bytes = self.farm.event_bytes;
-        // In a sub-farm the processing unit is the worker and the node the SFC.
-        let track =
-            Track { event, pu: PuId(w.0), node: NodeId(0), assigned: queued, started: queued, done: now, bytes };
-        self.measure.record(&track);
-        if self.opts.record_events {
-            self.records.push(track.record(self.warmup));
-        }
-        if event.0 >= self.warmup {
-            let p = &mut self.per_worker[w.index()];
-            p.0 += 1;
-            p.1 += bytes;
-        }
-        self.built += 1;
-        if self.built.is_multiple_of(self.progress_every) || self.built == self.total {
+        self.tally.on_done(w, event, self.farm.event_bytes, queued, now);
+        let built = self.tally.built();
+        if built.is_multiple_of(self.progress_every) || built == self.total {
             if let Some(p) = self.opts.progress.as_mut() {
-                p(self.built, self.total);
+                p(built, self.total);
             }
         }
     }
 
-    fn report(mut self, scenario: &Scenario, origin: &str, wall_s: f64) -> SimOutput {
-        let measured = self.measure.finish();
-        let duration = measured.duration_s;
-        let built = measured.events_built;
-        let mut report = RunReport::measured("sim", origin, scenario, measured);
-        let lost = self.lost.min(scenario.run.events);
-        report.events_not_built =
-            NotBuilt { timed_out: 0, lost, abandoned: scenario.run.events.saturating_sub(built + lost) };
+    fn report(self, scenario: &Scenario, origin: &str, wall_s: f64) -> SimOutput {
+        let simulated = self.q.now();
+        let busy: Vec<Nanos> = self.workers.iter().map(Worker::busy_ns).collect();
+        let built = self.tally.built();
+        let (mut report, events) =
+            self.tally.report(("sim", origin, scenario), &self.farm, self.sfc.stats(), &busy, simulated);
         report.tcp = self.net.tcp_counters();
         report.tcp_source = "model".into();
         let ports = self.net.switch_ports();
         report.switch = SwitchStats { drops: ports.iter().map(|p| p.drops).sum(), ports };
         report.wall_s = wall_s;
-        report.sim_events_per_s = Some(if wall_s > 0.0 { self.built as f64 / wall_s } else { 0.0 });
-        let simulated = self.q.now();
+        report.sim_events_per_s = Some(if wall_s > 0.0 { built as f64 / wall_s } else { 0.0 });
         report.sim_work = Some(SimWork {
             scheduler_events: self.q.popped(),
             packets: self.net.packets(),
@@ -313,37 +277,6 @@ impl<'a> FarmWorld<'a> {
             connections: self.net.connections() as u64,
             connection_bytes: self.net.connection_bytes() as u64,
         });
-        let per_s = |x: f64| if duration > 0.0 { x / duration } else { 0.0 };
-        let workers: Vec<WorkerStats> = self
-            .workers
-            .iter()
-            .zip(&self.per_worker)
-            .enumerate()
-            .map(|(i, (w, &(events, bytes)))| WorkerStats {
-                worker: i as u32,
-                events,
-                throughput_bps: per_s(bytes as f64 * 8.0),
-                idle_fraction: 1.0 - w.busy_ns() as f64 / simulated.max(1) as f64,
-            })
-            .collect();
-        let stats = self.sfc.stats();
-        let arrivals = self.generated.max(1) as f64;
-        report.farm = Some(FarmStats {
-            implementation: self.farm.implementation.name().into(),
-            dispatch: self.farm.dispatch.name().into(),
-            waited_for_token: stats.waited_for_token,
-            peak_event_queue: stats.peak_event_queue as u64,
-            mean_event_queue: self.depth_sum.0 as f64 / arrivals,
-            peak_token_queue: stats.peak_token_queue as u64,
-            mean_token_queue: self.depth_sum.1 as f64 / arrivals,
-            queue_depth: self.depth_samples,
-            protocol_errors: stats.protocol_errors,
-            lost_workers: Vec::new(),
-            worker_bps: Spread::of(&workers.iter().map(|w| w.throughput_bps).collect::<Vec<_>>()),
-            idle_fraction: workers.iter().map(|w| w.idle_fraction).sum::<f64>() / workers.len().max(1) as f64,
-            workers,
-        });
-        self.records.sort_unstable_by_key(|r| r.event);
-        SimOutput { report, events: self.records }
+        SimOutput { report, events }
     }
 }

@@ -37,7 +37,34 @@ pub fn run(a: RoleArgs) -> anyhow::Result<ExitCode> {
             role_exit(block_on(1, collector::run(&sc, opts))?)
         }
         RoleId::Supervisor => run_supervisor(a, &sc),
+        RoleId::Sfc => run_sfc(a, &sc),
+        RoleId::Worker(w) => {
+            let workers = sc.farm.as_ref().map_or(0, |f| f.workers);
+            anyhow::ensure!(w.0 < workers, "--index {w}: the scenario's [farm] has workers 0..{workers}");
+            role_exit(daqnet_evb::farm::worker::run(&sc, w, &supervisor_addr))
+        }
     }
+}
+
+/// The sub-farm controller: like the supervisor, the run's rendezvous and the report's author.
+fn run_sfc(a: RoleArgs, sc: &Scenario) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(sc.farm.is_some(), "{}: the scenario has no [farm] section", a.scenario.display());
+    let opts = daqnet_evb::farm::sfc::SfcOptions {
+        origin: a.origin.clone().unwrap_or_else(|| a.scenario.display().to_string()),
+        listen: a.listen.clone(),
+        launched: a.launched,
+        stop: daqnet_evb::launcher::interrupted(),
+        per_event: a.per_event,
+    };
+    std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
+    let report = daqnet_evb::farm::sfc::run(sc, opts)?;
+    let path = super::write_file(&a.out, "report.json", &report.to_json())?;
+    if !a.quiet {
+        super::print_lines(&format!("{}  {:<26} {}\n", report.summary_table(), "report", path.display()));
+    }
+    let nb = &report.events_not_built;
+    let ok = report.faults.is_empty() && !report.interrupted && nb.lost + nb.abandoned + nb.timed_out == 0;
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 fn run_supervisor(a: RoleArgs, sc: &Scenario) -> anyhow::Result<ExitCode> {

@@ -8,9 +8,11 @@
 //! section ([`crate::scenario::Farm`]) configures both.
 
 mod dispatcher;
+mod tally;
 mod worker;
 
 pub use dispatcher::{Dispatcher, DispatcherOutput, DispatcherStats};
+pub use tally::FarmTally;
 pub use worker::{Worker, WorkerOutput};
 
 use crate::workload::{rng_for, Stream};

@@ -210,6 +210,20 @@ impl Scenario {
     /// no fragments, does not ask.
     pub fn run_problems(&self) -> Vec<(String, String)> {
         let mut p = Problems::new();
+        if let Some(f) = &self.farm {
+            // An event's payload starts with an 8-byte key; a message body is at most 64 MiB.
+            let sizes =
+                [("farm.event_bytes", f.event_bytes, 8), ("farm.accept_output_bytes", f.accept_output_bytes, 0)];
+            for (field, v, min) in sizes {
+                need(
+                    &mut p,
+                    (min..=64 << 20).contains(&v),
+                    field,
+                    format!("is {v}; a real run needs {min} ..= 64 MiB"),
+                );
+            }
+            return p;
+        }
         let d = &self.deploy;
         let unit = self.nominal_unit_bytes();
         // A response carries one unit's fragments with a 24-byte header each, plus 40 bytes.

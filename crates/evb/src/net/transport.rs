@@ -56,7 +56,8 @@ const TOTAL_RETRANS_AT: usize = 100;
 const TOTAL_RTO_AT: usize = 240;
 
 impl TcpStats {
-    fn of(fd: std::os::fd::BorrowedFd<'_>) -> Option<TcpStats> {
+    /// Counters of the socket `fd` (its own duplicate of the descriptor).
+    pub fn of(fd: std::os::fd::BorrowedFd<'_>) -> Option<TcpStats> {
         fd.try_clone_to_owned().ok().map(TcpStats)
     }
 

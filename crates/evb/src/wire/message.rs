@@ -12,11 +12,14 @@ fn role_code(r: RoleId) -> u8 {
         RoleKind::Supervisor => 0,
         RoleKind::Readout => 1,
         RoleKind::Collector => 2,
+        RoleKind::Sfc => 3,
+        RoleKind::Worker => 4,
     }
 }
 
 fn role_from(code: u8, index: u32) -> Option<RoleId> {
-    let kind = [RoleKind::Supervisor, RoleKind::Readout, RoleKind::Collector].into_iter().nth(code as usize)?;
+    let kinds = [RoleKind::Supervisor, RoleKind::Readout, RoleKind::Collector, RoleKind::Sfc, RoleKind::Worker];
+    let kind = kinds.into_iter().nth(code as usize)?;
     Some(RoleId::new(kind, index))
 }
 

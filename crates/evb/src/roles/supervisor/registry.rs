@@ -61,7 +61,7 @@ impl Registry {
         match role {
             RoleId::Readout(r) => self.readout_addrs[r.index()] = Some(listen.to_string()),
             RoleId::Collector(n) => self.collectors[n.index()] = true,
-            RoleId::Supervisor => unreachable!("refused above"),
+            RoleId::Supervisor | RoleId::Sfc | RoleId::Worker(_) => unreachable!("refused above"),
         }
         Ok(())
     }

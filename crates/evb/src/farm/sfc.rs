@@ -1,0 +1,493 @@
+//! The SFC process: accepts its workers, runs one of the note's three implementations (each
+//! its own code path and threads, see the module above), ends the run with `Stop`/`Bye`, and
+//! writes the report.
+
+use super::{payload_key, read_msg, since, write_msg, Head, Kind, NO_EVENT};
+use crate::net::transport::{tuned_socket, TcpStats};
+use crate::role::{RoleId, SupervisorLine};
+use anyhow::{bail, Context};
+use daqnet_core::farm::{Dispatcher, DispatcherOutput, FarmError, FarmTally, Token, Verdict};
+use daqnet_core::report::{FaultRecord, RunReport, TcpCounters};
+use daqnet_core::scenario::{Dispatch, Farm, Implementation, Rate};
+use daqnet_core::{EventId, Nanos, Scenario, WorkerId, NS_PER_S};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// Options of the SFC process.
+pub struct SfcOptions {
+    /// The scenario's name in the report.
+    pub origin: String,
+    /// Listen address (default `deploy.supervisor`: the SFC is the run's rendezvous).
+    pub listen: Option<String>,
+    /// Started by `daqnet run`: say where it listens and how the run goes on stdout.
+    pub launched: bool,
+    /// Set when the run must stop early (SIGINT, SIGTERM).
+    pub stop: &'static AtomicBool,
+    /// Keep a row per event.
+    pub per_event: bool,
+}
+
+/// One worker's connection: its reading half (one reader thread) and its writing half.
+struct Link {
+    read: Mutex<Option<TcpStream>>,
+    write: Mutex<TcpStream>,
+    stats: Option<TcpStats>,
+}
+
+/// What the SFC's threads share.
+struct Shared<'a> {
+    farm: &'a Farm,
+    run_id: u64,
+    total: u64,
+    start: Instant,
+    links: Vec<Link>,
+    sfc: Mutex<Dispatcher>,
+    /// Signalled whenever the dispatcher has output or wants an event, and when the run ends.
+    cv: Condvar,
+    tally: Mutex<FarmTally>,
+    generated: AtomicU64,
+    done: AtomicBool,
+    stop: &'static AtomicBool,
+    faults: Mutex<Vec<FaultRecord>>,
+    /// Per worker: (events processed, µs spent processing), from its `Bye`.
+    byes: Mutex<Vec<Option<(u64, u64)>>>,
+}
+
+/// Runs the SFC of `sc` and returns its report.
+pub fn run(sc: &Scenario, opts: SfcOptions) -> anyhow::Result<RunReport> {
+    let farm = sc.farm.as_ref().context("the scenario has no [farm]")?;
+    let listen = opts.listen.clone().unwrap_or_else(|| sc.deploy.supervisor.clone());
+    let listener = bind(&listen, &sc.deploy.tcp_congestion)?;
+    let addr = listener.local_addr()?.to_string();
+    if opts.launched {
+        println!("{}", SupervisorLine::Listening { addr: addr.clone() }.to_line());
+    }
+    let links = accept_workers(sc, &listener)?;
+    let n = farm.workers;
+    let capacity = (farm.implementation == Implementation::V1).then_some(farm.event_queue_events as usize);
+    let total = sc.run.warmup_events + sc.run.events;
+    let sh = Shared {
+        farm,
+        run_id: sc.deploy.run_id,
+        total,
+        start: Instant::now(),
+        links,
+        sfc: Mutex::new(Dispatcher::new(farm.dispatch, n, capacity)),
+        cv: Condvar::new(),
+        tally: Mutex::new(FarmTally::new(n, sc.run.warmup_events, total, opts.per_event)),
+        generated: AtomicU64::new(0),
+        done: AtomicBool::new(false),
+        stop: opts.stop,
+        faults: Mutex::new(Vec::new()),
+        byes: Mutex::new(vec![None; n as usize]),
+    };
+    if farm.dispatch == Dispatch::RoundRobin {
+        // Every connection starts empty.
+        (0..n).for_each(|w| sh.lock().on_writable(WorkerId(w)));
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| report_progress(&sh, opts.launched));
+        match farm.implementation {
+            Implementation::V1 => version_1(&sh, s),
+            Implementation::V2 => version_2(&sh, s),
+            Implementation::V3 => version_3(&sh, s),
+        }
+        sh.wait_until_over();
+        sh.say_stop();
+        if farm.implementation == Implementation::V3 {
+            (0..n).for_each(|w| sh.read_bye(WorkerId(w)));
+        }
+    });
+    Ok(report(sc, &opts, sh))
+}
+
+fn bind(listen: &str, congestion: &str) -> anyhow::Result<TcpListener> {
+    let at: SocketAddr = listen.to_socket_addrs()?.next().with_context(|| format!("{listen} resolves to nothing"))?;
+    let s = tuned_socket(&at, congestion)?;
+    s.set_reuse_address(true)?;
+    s.bind(&at.into()).with_context(|| format!("cannot listen on {listen}"))?;
+    s.listen(1024)?;
+    Ok(s.into())
+}
+
+/// Accepts every worker's connection and hello within `deploy.startup_timeout_ms`.
+fn accept_workers(sc: &Scenario, listener: &TcpListener) -> anyhow::Result<Vec<Link>> {
+    let n = sc.farm.as_ref().expect("farm").workers as usize;
+    let mut slots: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
+    let deadline = Instant::now() + Duration::from_millis(sc.deploy.startup_timeout_ms);
+    listener.set_nonblocking(true)?;
+    while slots.iter().any(Option::is_none) {
+        match listener.accept() {
+            Ok((mut s, peer)) => {
+                s.set_nonblocking(false)?;
+                s.set_read_timeout(Some(Duration::from_millis(sc.deploy.startup_timeout_ms)))?;
+                let hello = read_msg(&mut s, &mut Vec::new());
+                match hello {
+                    Ok(h) if h.kind == Kind::Hello && h.extra == sc.deploy.run_id && (h.worker as usize) < n => {
+                        if slots[h.worker as usize].is_some() {
+                            eprintln!("sfc: a second worker {} from {peer} refused", h.worker);
+                            continue;
+                        }
+                        s.set_read_timeout(None)?;
+                        slots[h.worker as usize] = Some(s);
+                    }
+                    other => {
+                        eprintln!("sfc: a connection from {peer} that is not one of this run's workers: {other:?}")
+                    }
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if Instant::now() >= deadline {
+                    let missing: Vec<String> =
+                        slots.iter().enumerate().filter(|(_, s)| s.is_none()).map(|(w, _)| w.to_string()).collect();
+                    bail!("workers {} did not connect within deploy.startup_timeout_ms", missing.join(", "));
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    slots
+        .into_iter()
+        .map(|s| {
+            let s = s.expect("all connected");
+            let stats = TcpStats::of(s.as_fd());
+            Ok(Link { read: Mutex::new(Some(s.try_clone()?)), write: Mutex::new(s), stats })
+        })
+        .collect()
+}
+
+impl Shared<'_> {
+    fn now(&self) -> Nanos {
+        since(self.start)
+    }
+
+    fn over(&self) -> bool {
+        self.done.load(Ordering::Relaxed) || self.stop.load(Ordering::Relaxed)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Dispatcher> {
+        self.sfc.lock().expect("a dispatcher holder panicked")
+    }
+
+    /// Offers the next event to the dispatcher; `None` once every event has been made.
+    fn offer(&self, d: &mut Dispatcher) -> Option<Result<(), FarmError>> {
+        if self.stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        let e = self.generated.fetch_add(1, Ordering::Relaxed);
+        if e >= self.total {
+            return None;
+        }
+        let now = self.now();
+        self.tally.lock().expect("tally").on_arrival(now, EventId(e), (d.queued_events(), d.queued_tokens()));
+        Some(d.on_event(now, EventId(e), self.farm.event_bytes))
+    }
+
+    /// Offers events while the dispatcher wants them (a back-pressured generator, or versions
+    /// 2 and 3 making an event when a worker can take it).
+    fn offer_while_wanted(&self, d: &mut Dispatcher) {
+        while d.wants_event() && self.offer(d).is_some() {}
+    }
+
+    fn on_done(&self, worker: WorkerId, event: EventId, queued: Nanos) {
+        let mut t = self.tally.lock().expect("tally");
+        t.on_done(worker, event, self.farm.event_bytes, queued, self.now());
+        self.end_if_finished(&t);
+    }
+
+    fn end_if_finished(&self, t: &FarmTally) {
+        if t.finished() {
+            self.done.store(true, Ordering::Relaxed);
+            self.cv.notify_all();
+        }
+    }
+
+    /// Writes `event` to `worker`, its payload keyed to it; a failed write loses the worker.
+    fn send_event(&self, worker: WorkerId, event: EventId, payload: &mut [u8]) {
+        payload[..8].copy_from_slice(&payload_key(self.run_id, event.0).to_le_bytes());
+        let head = Head { worker: worker.0, event: event.0, ..Head::new(Kind::Event) };
+        let r = write_msg(&mut self.links[worker.index()].write.lock().expect("writer"), head, payload);
+        if let Err(e) = r {
+            self.lose(worker, format!("sending event {event} failed: {e}"));
+        }
+    }
+
+    /// Carries out the dispatcher's outputs: sends, and verdicts to measure.
+    fn carry_out(&self, outputs: Vec<DispatcherOutput>, payload: &mut [u8]) {
+        for o in outputs {
+            match o {
+                DispatcherOutput::Send { worker, event, .. } => {
+                    self.send_event(worker, event, payload);
+                    if self.farm.dispatch == Dispatch::RoundRobin {
+                        // The blocking send returned: the connection took the event.
+                        self.lock().on_writable(worker);
+                        self.cv.notify_all();
+                    }
+                }
+                DispatcherOutput::Verdict { worker, verdict, queued } => self.on_done(worker, verdict.event, queued),
+            }
+        }
+    }
+
+    /// A token (or verdict) from `worker` into the dispatcher, and new events for whoever can
+    /// take them; the dispatcher's outputs wait for whoever carries them out.
+    fn take_token(&self, worker: WorkerId, head: &Head, d: &mut Dispatcher) {
+        let output_bytes = if head.accepted { self.farm.accept_output_bytes } else { 0 };
+        let verdict = Verdict { event: EventId(head.event), accepted: head.accepted, output_bytes };
+        let verdict = (head.event != NO_EVENT).then_some(verdict);
+        // A protocol error is counted by the dispatcher; the run goes on.
+        let _ = d.on_token(self.now(), Token { worker, verdict });
+        self.offer_while_wanted(d);
+        self.cv.notify_all();
+    }
+
+    /// `worker` is gone: its events are lost, and the report names it.
+    fn lose(&self, worker: WorkerId, reason: String) {
+        if self.over() {
+            return;
+        }
+        let events = self.lock().on_worker_lost(worker);
+        let mut t = self.tally.lock().expect("tally");
+        t.on_lost(events.len() as u64);
+        self.faults.lock().expect("faults").push(FaultRecord {
+            at_s: self.now() as f64 / NS_PER_S as f64,
+            role: RoleId::Worker(worker).to_string(),
+            noticed_by: RoleId::Sfc.to_string(),
+            reason,
+            lost_events: events.iter().map(|e| e.0).collect(),
+        });
+        self.end_if_finished(&t);
+        self.cv.notify_all();
+    }
+
+    fn wait_until_over(&self) {
+        let mut d = self.lock();
+        while !self.over() {
+            d = self.cv.wait_timeout(d, Duration::from_millis(50)).expect("dispatcher").0;
+        }
+    }
+
+    /// Tells every worker the run is over.
+    fn say_stop(&self) {
+        self.cv.notify_all();
+        for (w, l) in self.links.iter().enumerate() {
+            if let Ok(mut s) = l.write.lock() {
+                let _ = write_msg(&mut s, Head { worker: w as u32, ..Head::new(Kind::Stop) }, &[]);
+            }
+        }
+    }
+
+    /// Reads `worker`'s `Bye` (version 3, whose workers send nothing else).
+    fn read_bye(&self, worker: WorkerId) {
+        let Some(mut s) = self.links[worker.index()].read.lock().expect("reader").take() else { return };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+        // Anything but a Bye leaves the worker without one, which the report names.
+        if let Ok(h) = read_msg(&mut s, &mut Vec::new()) {
+            if h.kind == Kind::Bye {
+                self.byes.lock().expect("byes")[worker.index()] = Some((h.event, h.extra));
+            }
+        }
+    }
+}
+
+/// Version 1: a generator thread fills the event queue, a token thread reads every worker's
+/// tokens, and this thread forwards events; they share the dispatcher under one mutex.
+fn version_1<'s>(sh: &'s Shared<'_>, s: &'s std::thread::Scope<'s, '_>) {
+    s.spawn(|| generator(sh));
+    s.spawn(|| token_thread(sh));
+    s.spawn(|| {
+        let mut payload = vec![0u8; sh.farm.event_bytes as usize];
+        loop {
+            let outputs: Vec<DispatcherOutput> = {
+                let mut d = sh.lock();
+                loop {
+                    let out: Vec<_> = std::iter::from_fn(|| d.poll()).collect();
+                    if !out.is_empty() || sh.over() {
+                        break out;
+                    }
+                    d = sh.cv.wait_timeout(d, Duration::from_millis(50)).expect("dispatcher").0;
+                }
+            };
+            if outputs.is_empty() {
+                return;
+            }
+            sh.carry_out(outputs, &mut payload);
+        }
+    });
+}
+
+/// Version 1's event generator: back-pressured (keeps the queue full) or at a fixed rate,
+/// losing what a full queue cannot take.
+fn generator(sh: &Shared<'_>) {
+    match sh.farm.source_rate_hz {
+        Rate::Unbounded => loop {
+            let mut d = sh.lock();
+            while !d.wants_event() && !sh.over() {
+                d = sh.cv.wait_timeout(d, Duration::from_millis(50)).expect("dispatcher").0;
+            }
+            if sh.over() || sh.offer(&mut d).is_none() {
+                return;
+            }
+            sh.cv.notify_all();
+        },
+        Rate::Hz(hz) => {
+            let period = NS_PER_S as f64 / hz;
+            for k in 0.. {
+                let due = (k as f64 * period) as Nanos;
+                std::thread::sleep(Duration::from_nanos(due.saturating_sub(sh.now())));
+                let mut d = sh.lock();
+                match sh.offer(&mut d) {
+                    None => return,
+                    Some(Ok(())) => {}
+                    Some(Err(_)) => {
+                        let mut t = sh.tally.lock().expect("tally");
+                        t.on_lost(1);
+                        sh.end_if_finished(&t);
+                    }
+                }
+                sh.cv.notify_all();
+            }
+        }
+    }
+}
+
+/// Version 1's token thread: waits on every worker's connection at once (`poll(2)`), reads a
+/// whole token from each that has one, and hands it to the dispatcher.
+fn token_thread(sh: &Shared<'_>) {
+    use std::os::fd::AsRawFd;
+    let mut readers: Vec<(WorkerId, TcpStream)> = (0..sh.links.len())
+        .filter_map(|w| sh.links[w].read.lock().expect("reader").take().map(|s| (WorkerId(w as u32), s)))
+        .collect();
+    let mut body = Vec::new();
+    while !readers.is_empty() {
+        let mut fds: Vec<libc::pollfd> =
+            readers.iter().map(|(_, s)| libc::pollfd { fd: s.as_raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
+        // SAFETY: `fds` is a valid array of `fds.len()` pollfd structures.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 50) };
+        if n <= 0 {
+            continue;
+        }
+        let mut gone = Vec::new();
+        for i in (0..fds.len()).filter(|&i| fds[i].revents != 0) {
+            let (w, s) = &mut readers[i];
+            match read_msg(s, &mut body) {
+                // Into the token queue; the forwarding thread sends what it makes possible.
+                Ok(h) if h.kind == Kind::Token => sh.take_token(*w, &h, &mut sh.lock()),
+                Ok(h) if h.kind == Kind::Bye => {
+                    sh.byes.lock().expect("byes")[w.index()] = Some((h.event, h.extra));
+                    gone.push(i);
+                }
+                Ok(h) => {
+                    sh.lose(*w, format!("unexpected {:?}", h.kind));
+                    gone.push(i);
+                }
+                Err(e) => {
+                    sh.lose(*w, format!("its connection failed: {e}"));
+                    gone.push(i);
+                }
+            }
+        }
+        for i in gone.into_iter().rev() {
+            readers.remove(i);
+        }
+    }
+}
+
+/// Version 2: one thread per worker; each sends a new event when its worker's token arrives.
+fn version_2<'s>(sh: &'s Shared<'_>, s: &'s std::thread::Scope<'s, '_>) {
+    for w in 0..sh.links.len() as u32 {
+        s.spawn(move || {
+            let w = WorkerId(w);
+            let Some(mut conn) = sh.links[w.index()].read.lock().expect("reader").take() else { return };
+            let (mut body, mut payload) = (Vec::new(), vec![0u8; sh.farm.event_bytes as usize]);
+            loop {
+                match read_msg(&mut conn, &mut body) {
+                    Ok(h) if h.kind == Kind::Token => {
+                        let out: Vec<_> = {
+                            let mut d = sh.lock();
+                            sh.take_token(w, &h, &mut d);
+                            std::iter::from_fn(|| d.poll()).collect()
+                        };
+                        sh.carry_out(out, &mut payload);
+                    }
+                    Ok(h) if h.kind == Kind::Bye => {
+                        sh.byes.lock().expect("byes")[w.index()] = Some((h.event, h.extra));
+                        return;
+                    }
+                    Ok(h) => return sh.lose(w, format!("unexpected {:?}", h.kind)),
+                    Err(e) => return sh.lose(w, format!("its connection failed: {e}")),
+                }
+            }
+        });
+    }
+}
+
+/// Version 3: one thread per worker streams events as fast as its connection takes them; no
+/// tokens. An event counts as done when its send returns (nothing comes back to say more).
+fn version_3<'s>(sh: &'s Shared<'_>, s: &'s std::thread::Scope<'s, '_>) {
+    for w in 0..sh.links.len() as u32 {
+        s.spawn(move || {
+            let w = WorkerId(w);
+            let mut payload = vec![0u8; sh.farm.event_bytes as usize];
+            loop {
+                let e = sh.generated.fetch_add(1, Ordering::Relaxed);
+                if e >= sh.total || sh.over() {
+                    return;
+                }
+                let queued = sh.now();
+                sh.tally.lock().expect("tally").on_arrival(queued, EventId(e), (0, 0));
+                sh.send_event(w, EventId(e), &mut payload);
+                sh.on_done(w, EventId(e), queued);
+            }
+        });
+    }
+}
+
+/// Tells the launcher (or nobody) every 100 ms how the run goes, until it is over.
+fn report_progress(sh: &Shared<'_>, launched: bool) {
+    while !sh.over() {
+        std::thread::sleep(Duration::from_millis(100));
+        if launched {
+            let finished = sh.tally.lock().expect("tally").built();
+            let assigned = sh.generated.load(Ordering::Relaxed).min(sh.total);
+            println!("{}", SupervisorLine::Progress { assigned, finished }.to_line());
+        }
+    }
+}
+
+fn report(sc: &Scenario, opts: &SfcOptions, sh: Shared<'_>) -> RunReport {
+    let run_ns = sh.now();
+    let byes = sh.byes.into_inner().expect("byes");
+    let busy: Vec<Nanos> = byes.iter().map(|b| b.map_or(0, |(_, us)| us * 1000)).collect();
+    let d = sh.sfc.into_inner().expect("dispatcher");
+    let tally = sh.tally.into_inner().expect("tally");
+    let (mut r, _) = tally.report(("run", &opts.origin, sc), sh.farm, d.stats(), &busy, run_ns);
+    let mut tcp = TcpCounters::default();
+    for l in &sh.links {
+        if let Some(c) = l.stats.as_ref().and_then(TcpStats::read) {
+            tcp.retransmits += c.retransmits;
+            tcp.timeouts += c.timeouts.unwrap_or(0);
+        }
+    }
+    r.tcp = tcp;
+    r.tcp_source = "tcp_info".into();
+    r.faults = sh.faults.into_inner().expect("faults");
+    for (w, b) in byes.iter().enumerate() {
+        if b.is_none() && !r.faults.iter().any(|f| f.role == RoleId::Worker(WorkerId(w as u32)).to_string()) {
+            r.faults.push(FaultRecord {
+                at_s: run_ns as f64 / NS_PER_S as f64,
+                role: RoleId::Worker(WorkerId(w as u32)).to_string(),
+                noticed_by: RoleId::Sfc.to_string(),
+                reason: "did not say goodbye: its busy time is unknown".into(),
+                lost_events: Vec::new(),
+            });
+        }
+    }
+    r.interrupted = sh.stop.load(Ordering::Relaxed);
+    r.wall_s = run_ns as f64 / NS_PER_S as f64;
+    r
+}

@@ -1,0 +1,92 @@
+//! A sub-farm worker process: connects to the SFC, announces itself (under `tokens` with its
+//! initial tokens), then takes events one by one, runs the `core` [`Worker`] on each — its
+//! processing time is spent asleep, as a trigger would spend it busy — and answers with a
+//! token carrying the verdict and any accepted output. Under `push` it answers nothing until
+//! the SFC says the run is over.
+
+use super::{payload_key, read_msg, since, write_msg, Head, Kind, NO_EVENT};
+use crate::net::transport::tuned_socket;
+use anyhow::{bail, Context};
+use daqnet_core::farm::{Token, Worker, WorkerOutput};
+use daqnet_core::{Scenario, WorkerId};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+/// Runs worker `id` of `sc`'s sub-farm against the SFC at `sfc`.
+pub fn run(sc: &Scenario, id: WorkerId, sfc: &str) -> anyhow::Result<()> {
+    let farm = sc.farm.as_ref().context("the scenario has no [farm]")?;
+    let mut s = connect(sc, sfc)?;
+    let run_id = sc.deploy.run_id;
+    write_msg(&mut s, Head { worker: id.0, extra: run_id, ..Head::new(Kind::Hello) }, &[])?;
+    let start = Instant::now();
+    let mut w = Worker::new(id, farm, sc.run.seed);
+    let output = vec![0u8; farm.accept_output_bytes as usize];
+    let pad = (farm.token_bytes as usize).saturating_sub(super::HEAD_BYTES);
+    let mut body = Vec::new();
+    let drive = |w: &mut Worker, s: &mut TcpStream| -> anyhow::Result<()> {
+        while let Some(o) = w.poll() {
+            match o {
+                WorkerOutput::Token(t) => send_token(s, &t, &output, pad)?,
+                WorkerOutput::WakeAt(t) => {
+                    std::thread::sleep(Duration::from_nanos(t.saturating_sub(since(start))));
+                    w.on_wake(since(start).max(t));
+                }
+                WorkerOutput::Started { .. } | WorkerOutput::Processed { .. } => {}
+            }
+        }
+        Ok(())
+    };
+    w.on_connected();
+    drive(&mut w, &mut s)?;
+    loop {
+        let head = read_msg(&mut s, &mut body).context("reading from the SFC")?;
+        match head.kind {
+            Kind::Event => {
+                let key = body.get(..8).map(|k| u64::from_le_bytes(k.try_into().expect("8 bytes")));
+                if key != Some(payload_key(run_id, head.event)) {
+                    bail!("event {}: its payload is not that event's (a misplaced or corrupt event)", head.event);
+                }
+                w.on_event(since(start), daqnet_core::EventId(head.event), head.len as u64);
+                drive(&mut w, &mut s)?;
+            }
+            Kind::Stop => {
+                let bye =
+                    Head { worker: id.0, event: w.processed(), extra: w.busy_ns() / 1000, ..Head::new(Kind::Bye) };
+                write_msg(&mut s, bye, &[])?;
+                return Ok(());
+            }
+            k => bail!("unexpected {k:?} from the SFC"),
+        }
+    }
+}
+
+fn send_token(s: &mut TcpStream, t: &Token, output: &[u8], pad: usize) -> std::io::Result<()> {
+    let v = t.verdict;
+    let head = Head {
+        worker: t.worker.0,
+        event: v.map_or(NO_EVENT, |v| v.event.0),
+        accepted: v.is_some_and(|v| v.accepted),
+        ..Head::new(Kind::Token)
+    };
+    let out = v.map_or(0, |v| v.output_bytes as usize).min(output.len());
+    // The note's token is the 28-byte head; a larger farm.token_bytes pads it.
+    let body = if pad == 0 { output[..out].to_vec() } else { [&output[..out], &vec![0u8; pad][..]].concat() };
+    write_msg(s, head, &body)
+}
+
+/// Connects to the SFC, retrying until `deploy.startup_timeout_ms` (it may not listen yet).
+fn connect(sc: &Scenario, sfc: &str) -> anyhow::Result<TcpStream> {
+    let addr: SocketAddr =
+        sfc.to_socket_addrs()?.next().with_context(|| format!("the SFC address {sfc} resolves to nothing"))?;
+    let deadline = Instant::now() + Duration::from_millis(sc.deploy.startup_timeout_ms);
+    loop {
+        let s = tuned_socket(&addr, &sc.deploy.tcp_congestion)?;
+        match s.connect_timeout(&addr.into(), Duration::from_millis(500)) {
+            Ok(()) => return Ok(s.into()),
+            Err(e) if Instant::now() >= deadline => {
+                bail!("cannot reach the SFC at {sfc} within deploy.startup_timeout_ms: {e}")
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
