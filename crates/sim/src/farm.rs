@@ -12,7 +12,7 @@ use crate::net::fabric::Fabric;
 use crate::sockets::{End, Ev, Sockets};
 use crate::tcp::TcpParams;
 use crate::world::{SimOptions, SimOutput};
-use daqnet_core::farm::{Dispatcher, DispatcherOutput, FarmTally, Token, Worker, WorkerOutput};
+use daqnet_core::farm::{Dispatcher, DispatcherOutput, FarmError, FarmTally, Token, Worker, WorkerOutput};
 use daqnet_core::report::{SimWork, SwitchStats};
 use daqnet_core::scenario::{Dispatch, Farm, Implementation, Rate};
 use daqnet_core::{ConnId, EventId, Nanos, Scenario, WorkerId, NS_PER_S};
@@ -167,8 +167,8 @@ impl<'a> FarmWorld<'a> {
     /// `v1` at a fixed rate: one event now, the next one period later; a full queue loses it.
     fn generate(&mut self) {
         let Rate::Hz(hz) = self.farm.source_rate_hz else { unreachable!("scheduled only at a fixed rate") };
-        if self.offer_event().is_err() {
-            self.tally.on_lost(1);
+        if let Err(FarmError::QueueFull { event, .. }) = self.offer_event() {
+            self.tally.on_lost(event);
         }
         if self.generated < self.total {
             let period = (NS_PER_S as f64 / hz).round().max(1.0) as Nanos;
@@ -188,7 +188,7 @@ impl<'a> FarmWorld<'a> {
         }
     }
 
-    fn offer_event(&mut self) -> Result<(), daqnet_core::farm::FarmError> {
+    fn offer_event(&mut self) -> Result<(), FarmError> {
         let now = self.q.now();
         let event = EventId(self.generated);
         self.generated += 1;

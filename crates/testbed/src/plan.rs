@@ -4,7 +4,7 @@
 
 use daqnet_core::scenario::{BufferConfig, CongestionControl, DaqringConfig, SwitchKind, Topology};
 use daqnet_core::Scenario;
-use daqnet_core::{NodeId, ReadoutId};
+use daqnet_core::{NodeId, ReadoutId, WorkerId};
 use daqnet_evb::role::RoleId;
 use daqnet_switch::config::{PortConfig, Route};
 use daqnet_switch::SwitchConfig;
@@ -112,7 +112,8 @@ pub struct TestbedPlan {
     pub id: String,
     /// Namespace of the switch (a Linux bridge `br0`, one port per host).
     pub switch_ns: String,
-    /// Every host: the supervisor, then readout units, then collector nodes.
+    /// Every host: the supervisor, then readout units, then collector nodes (a sub-farm: the
+    /// SFC, then its workers).
     pub hosts: Vec<Host>,
     /// IP MTU of every link, in bytes.
     pub mtu_bytes: u32,
@@ -259,8 +260,10 @@ impl TestbedPlan {
         let s = &sc.system;
         let switch_kind = n.switch.as_ref().map_or(SwitchKind::Bridge, |s| s.kind);
         let soft_switch = switch_kind == SwitchKind::Daqring;
-        let hosts = 1 + s.readout_units + s.nodes;
-        if hosts > MAX_BRIDGE_PORTS {
+        let hosts = 1 + sc.farm.as_ref().map_or(s.readout_units + s.nodes, |f| f.workers);
+        if let Some(f) = sc.farm.as_ref().filter(|_| hosts > MAX_BRIDGE_PORTS) {
+            bad("farm.workers", format!("is {}; a Linux bridge takes at most {} hosts", f.workers, MAX_BRIDGE_PORTS));
+        } else if hosts > MAX_BRIDGE_PORTS {
             bad(
                 "system.readout_units",
                 format!(
@@ -276,14 +279,30 @@ impl TestbedPlan {
         let ip = |third: u32, i: u32| Ipv4Addr::new(10, 88, (third + i / 250) as u8, (i % 250 + 1) as u8);
         let host =
             |role, short: String, ip, link_bps| Host { role, ns: ns(&short), short, ip, link_bps, port_buffer_bytes };
-        let mut list = vec![host(RoleId::Supervisor, "sup".into(), ip(0, 0), n.node_link_bps.max(n.readout_link_bps))];
-        list.extend(
-            (0..s.readout_units)
-                .map(|r| host(RoleId::Readout(ReadoutId(r)), format!("r{r}"), ip(16, r), n.readout_link_bps)),
-        );
-        list.extend(
-            (0..s.nodes).map(|c| host(RoleId::Collector(NodeId(c)), format!("c{c}"), ip(8, c), n.node_link_bps)),
-        );
+        let list = match &sc.farm {
+            // The SFC, then its workers.
+            Some(f) => std::iter::once(host(RoleId::Sfc, "sfc".into(), ip(0, 0), f.sfc_link_bps))
+                .chain(
+                    (0..f.workers)
+                        .map(|w| host(RoleId::Worker(WorkerId(w)), format!("w{w}"), ip(8, w), f.worker_link_bps)),
+                )
+                .collect(),
+            None => {
+                let mut list =
+                    vec![host(RoleId::Supervisor, "sup".into(), ip(0, 0), n.node_link_bps.max(n.readout_link_bps))];
+                list.extend(
+                    (0..s.readout_units)
+                        .map(|r| host(RoleId::Readout(ReadoutId(r)), format!("r{r}"), ip(16, r), n.readout_link_bps)),
+                );
+                list.extend(
+                    (0..s.nodes)
+                        .map(|c| host(RoleId::Collector(NodeId(c)), format!("c{c}"), ip(8, c), n.node_link_bps)),
+                );
+                list
+            }
+        };
+        // The hosts that send the bulk of the traffic share the machine's shaper wake-ups.
+        let senders = sc.farm.as_ref().map_or(s.readout_units, |f| f.workers);
         Ok(TestbedPlan {
             id: id.to_string(),
             switch_ns: ns("sw"),
@@ -293,7 +312,7 @@ impl TestbedPlan {
             host_burst_ns: if n.host_burst_ns > 0 {
                 n.host_burst_ns
             } else {
-                default_host_burst_ns(s.readout_units, soft_switch)
+                default_host_burst_ns(senders, soft_switch)
             },
             initcwnd_segments: initcwnd,
             delayed_ack: n.tcp.delayed_ack,
@@ -333,10 +352,12 @@ impl TestbedPlan {
     /// `[network.tcp]` (the testbed emulates `[network]`, so it decides).
     pub fn deployed(&self, sc: &Scenario) -> Scenario {
         let mut sc = sc.clone();
-        sc.deploy.supervisor = format!("{}:{SUPERVISOR_PORT}", self.host(RoleId::Supervisor).ip);
-        sc.deploy.readouts = (0..sc.system.readout_units)
-            .map(|r| format!("{}:{READOUT_PORT}", self.host(RoleId::Readout(ReadoutId(r))).ip))
-            .collect();
+        sc.deploy.supervisor = format!("{}:{SUPERVISOR_PORT}", self.hosts[0].ip);
+        if sc.farm.is_none() {
+            sc.deploy.readouts = (0..sc.system.readout_units)
+                .map(|r| format!("{}:{READOUT_PORT}", self.host(RoleId::Readout(ReadoutId(r))).ip))
+                .collect();
+        }
         sc.deploy.tcp_congestion = self.congestion.clone();
         sc
     }
@@ -430,14 +451,15 @@ impl TestbedPlan {
         v
     }
 
-    /// The hosts `h` exchanges traffic with: the supervisor talks to everyone; collectors and
-    /// readout units to the supervisor and to each other.
+    /// The hosts `h` exchanges traffic with: the first host (the supervisor, or a sub-farm's
+    /// SFC) talks to everyone; collectors and readout units to it and to each other, workers
+    /// to it alone.
     fn peers<'a>(&'a self, h: &'a Host) -> impl Iterator<Item = &'a Host> + 'a {
+        let head = self.hosts[0].role;
         let kind = |r: RoleId| r.kind();
-        self.hosts.iter().filter(move |p| {
-            p.ip != h.ip
-                && (h.role == RoleId::Supervisor || p.role == RoleId::Supervisor || kind(p.role) != kind(h.role))
-        })
+        self.hosts
+            .iter()
+            .filter(move |p| p.ip != h.ip && (h.role == head || p.role == head || kind(p.role) != kind(h.role)))
     }
 
     /// The daqring switch's configuration: a port per host (the switch-side veth, paced at the

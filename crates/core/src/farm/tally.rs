@@ -18,6 +18,8 @@ pub struct FarmTally {
     samples: Vec<(f64, u64, u64)>,
     built: u64,
     lost: u64,
+    /// Lost events past the warm-up: the report's `lost`.
+    lost_measured: u64,
     records: Option<Vec<EventRecord>>,
 }
 
@@ -35,6 +37,7 @@ impl FarmTally {
             samples: Vec::new(),
             built: 0,
             lost: 0,
+            lost_measured: 0,
             records: records.then(Vec::new),
         }
     }
@@ -74,9 +77,10 @@ impl FarmTally {
         self.built += 1;
     }
 
-    /// `n` events lost (a full queue, a lost worker).
-    pub fn on_lost(&mut self, n: u64) {
-        self.lost += n;
+    /// `event` is lost (a full queue, a lost worker).
+    pub fn on_lost(&mut self, event: EventId) {
+        self.lost += 1;
+        self.lost_measured += u64::from(event.0 >= self.warmup);
     }
 
     /// Events done so far (warm-up included).
@@ -108,7 +112,7 @@ impl FarmTally {
         let duration = measured.duration_s;
         let built = measured.events_built;
         let mut report = RunReport::measured(substrate, origin, scenario, measured);
-        let lost = self.lost.min(scenario.run.events);
+        let lost = self.lost_measured;
         report.events_not_built =
             NotBuilt { timed_out: 0, lost, abandoned: scenario.run.events.saturating_sub(built + lost) };
         let per_s = |x: f64| if duration > 0.0 { x / duration } else { 0.0 };

@@ -252,7 +252,7 @@ impl Shared<'_> {
         }
         let events = self.lock().on_worker_lost(worker);
         let mut t = self.tally.lock().expect("tally");
-        t.on_lost(events.len() as u64);
+        events.iter().for_each(|&e| t.on_lost(e));
         self.faults.lock().expect("faults").push(FaultRecord {
             at_s: self.now() as f64 / NS_PER_S as f64,
             role: RoleId::Worker(worker).to_string(),
@@ -343,9 +343,11 @@ fn generator(sh: &Shared<'_>) {
                 match sh.offer(&mut d) {
                     None => return,
                     Some(Ok(())) => {}
-                    Some(Err(_)) => {
+                    Some(Err(e)) => {
                         let mut t = sh.tally.lock().expect("tally");
-                        t.on_lost(1);
+                        if let FarmError::QueueFull { event, .. } = e {
+                            t.on_lost(event);
+                        }
                         sh.end_if_finished(&t);
                     }
                 }
