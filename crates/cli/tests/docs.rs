@@ -237,9 +237,9 @@ fn run(cwd: &Path, args: &[String], parse_only: bool, limit: Duration) -> (bool,
 /// The documentation, in the order a reader meets it.
 fn documented() -> Vec<DocCommand> {
     let mut all = from_markdown("README.md");
-    for f in ["docs/scenarios.md", "docs/sim.md", "docs/studies.md", "docs/run.md", "docs/testbed.md", "docs/switch.md"]
-    {
-        all.extend(from_markdown(f));
+    let docs = ["scenarios", "sim", "studies", "run", "testbed", "switch", "subfarm"];
+    for f in docs.map(|d| format!("docs/{d}.md")) {
+        all.extend(from_markdown(&f));
     }
     for verb in ["scenario", "sim", "sweep", "plot", "study", "run", "testbed", "validate", "switch", "role", "bench"] {
         all.extend(from_help(verb));

@@ -15,6 +15,29 @@ fn printed_default_is_the_default() {
 }
 
 #[test]
+fn the_printed_farm_section_uncommented_is_the_farm_default() {
+    let block: String = DEFAULT_SCENARIO_TOML
+        .lines()
+        .skip_while(|l| *l != "# [farm]")
+        .filter_map(|l| l.strip_prefix("# "))
+        .filter(|l| !l.starts_with(' '))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let s = parse_str(&format!("[network]\ntopology = \"star\"\n{block}"), "farm", &[]).unwrap();
+    assert_eq!(s.farm, Some(daqnet_core::scenario::Farm::default()));
+}
+
+#[test]
+fn farm_fields_are_checked_by_name() {
+    let e = err("[network]\ntopology = \"star\"\n[farm]\nimplementation = \"v2\"\ndispatch = \"push\"\n", &[]);
+    assert!(e.contains("farm.dispatch") && e.contains("\"tokens\""), "{e}");
+    let e = err("[farm]\n", &[]);
+    assert!(e.contains("network.topology"), "{e}");
+    let e = err("[network]\ntopology = \"star\"\n[farm]\naccept_fraction = 2\nworkers = 0\n", &[]);
+    assert!(e.contains("farm.accept_fraction") && e.contains("farm.workers"), "{e}");
+}
+
+#[test]
 fn empty_file_is_the_default_two_tier_system() {
     let s = parse_str("", "empty", &[]).unwrap();
     assert_eq!(s.network.topology, Topology::TwoTier);

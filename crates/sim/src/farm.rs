@@ -4,7 +4,7 @@
 //! Host 0 is the SFC (`farm.sfc_link_bps`); worker `w` is host `w + 1`
 //! (`farm.worker_link_bps`). Connection `w` joins worker `w` (it opened the connection) to the
 //! SFC. The note's two switches (the SFC's Gigabit switch with a Gigabit uplink to the workers'
-//! Fast Ethernet switch, [LHCb-SFC] §2.1) become one switch whose port towards the SFC runs at
+//! Fast Ethernet switch, [LHCB-SUBFARM] §2.1) become one switch whose port towards the SFC runs at
 //! the SFC's rate: the uplink ran at that rate too, so it added no bottleneck.
 
 use crate::engine::EventQueue;

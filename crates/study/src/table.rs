@@ -36,33 +36,58 @@ const SUMMARY: &[Column] = &[
     ("peak_port_bytes", |r| r.switch.ports.iter().map(|p| p.peak_bytes).max().unwrap_or(0) as f64),
 ];
 
+/// Columns of a sub-farm's sweep (reports with a `farm` section), after the summary.
+const FARM: &[Column] = &[
+    ("worker_idle_fraction", |r| r.farm.as_ref().map_or(0.0, |f| f.idle_fraction)),
+    ("worker_bps_min", |r| r.farm.as_ref().map_or(0.0, |f| f.worker_bps.min)),
+    ("worker_bps_max", |r| r.farm.as_ref().map_or(0.0, |f| f.worker_bps.max)),
+    ("worker_bps_cv", |r| r.farm.as_ref().map_or(0.0, |f| f.worker_bps.cv)),
+    ("waited_for_token", |r| r.farm.as_ref().map_or(0.0, |f| f.waited_for_token as f64)),
+    ("peak_event_queue", |r| r.farm.as_ref().map_or(0.0, |f| f.peak_event_queue as f64)),
+    ("mean_event_queue", |r| r.farm.as_ref().map_or(0.0, |f| f.mean_event_queue)),
+    ("peak_token_queue", |r| r.farm.as_ref().map_or(0.0, |f| f.peak_token_queue as f64)),
+    ("mean_token_queue", |r| r.farm.as_ref().map_or(0.0, |f| f.mean_token_queue)),
+];
+
 /// Writes `out/table.csv` from the finished points among the sweep's `points` in `out`, with a
 /// column per swept path in `axes`; returns its path and the number of rows.
 pub fn write(out: &Path, axes: &[String], points: usize) -> anyhow::Result<(PathBuf, usize)> {
     let path = out.join("table.csv");
-    let mut w = csv::Writer::from_path(&path).with_context(|| format!("cannot write {}", path.display()))?;
-    let mut header: Vec<String> = ["point", "series", "repeat", "seed"].map(String::from).to_vec();
-    header.extend(axes.iter().cloned());
-    header.extend(SUMMARY.iter().map(|(c, _)| c.to_string()));
-    header.push("dir".into());
-    w.write_record(&header)?;
-    let mut rows = 0;
+    let mut finished = Vec::new();
     for index in 0..points {
         let dir = point_dir(out, index);
         if let Some((meta, report)) = read_point(&dir)? {
-            w.write_record(row(&meta, &report, axes, &dir, out))?;
-            rows += 1;
+            finished.push((dir, meta, report));
         }
     }
+    let columns: Vec<&Column> = match finished.iter().any(|(_, _, r)| r.farm.is_some()) {
+        true => SUMMARY.iter().chain(FARM).collect(),
+        false => SUMMARY.iter().collect(),
+    };
+    let mut w = csv::Writer::from_path(&path).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut header: Vec<String> = ["point", "series", "repeat", "seed"].map(String::from).to_vec();
+    header.extend(axes.iter().cloned());
+    header.extend(columns.iter().map(|(c, _)| c.to_string()));
+    header.push("dir".into());
+    w.write_record(&header)?;
+    for (dir, meta, report) in &finished {
+        w.write_record(row(meta, report, axes, &columns, (dir, out)))?;
+    }
     w.flush()?;
-    Ok((path, rows))
+    Ok((path, finished.len()))
 }
 
 /// One row; a path this point's series does not sweep gets an empty cell.
-fn row(meta: &PointMeta, report: &RunReport, axes: &[String], dir: &Path, out: &Path) -> Vec<String> {
+fn row(
+    meta: &PointMeta,
+    report: &RunReport,
+    axes: &[String],
+    columns: &[&Column],
+    (dir, out): (&Path, &Path),
+) -> Vec<String> {
     let mut r = vec![meta.index.to_string(), meta.series.clone(), meta.repeat.to_string(), meta.seed.to_string()];
     r.extend(axes.iter().map(|a| meta.values.iter().find(|(p, _)| p == a).map(|(_, v)| v.clone()).unwrap_or_default()));
-    r.extend(SUMMARY.iter().map(|(_, f)| format!("{}", f(report))));
+    r.extend(columns.iter().map(|(_, f)| format!("{}", f(report))));
     r.push(dir.strip_prefix(out).unwrap_or(dir).display().to_string());
     r
 }

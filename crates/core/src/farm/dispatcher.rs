@@ -33,7 +33,7 @@ pub enum DispatcherOutput {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DispatcherStats {
     /// Events that reached the SFC when no worker could take them (token queue empty, or the
-    /// round-robin worker's connection full): they waited in the event queue ([LHCb-SFC]
+    /// round-robin worker's connection full): they waited in the event queue ([LHCB-SUBFARM]
     /// §2.3.2.2 counts them for version 1).
     pub waited_for_token: u64,
     /// Most events ever waiting in the event queue.

@@ -1,4 +1,4 @@
-//! The LHCb sub-farm ([LHCb-SFC]: Neufeld and Thannhaeuser, "Load balancing and Gigabit
+//! The LHCb sub-farm ([LHCB-SUBFARM]: Neufeld and Thannhaeuser, "Load balancing and Gigabit
 //! Ethernet Performance Studies for LHCb DAQ sub-farms", LHCb 2002-049): a sub-farm controller
 //! (SFC) receives events and hands each to one of its worker nodes; the workers run the
 //! trigger and send their verdict back.
@@ -31,7 +31,7 @@ pub struct Verdict {
 }
 
 /// A control token: the worker is ready for another event. It carries the verdict on the
-/// worker's last event, except for the tokens a worker sends when it connects ([LHCb-SFC]
+/// worker's last event, except for the tokens a worker sends when it connects ([LHCB-SUBFARM]
 /// §2.3.1.2). Under round-robin dispatch the same message carries the verdict alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Token {

@@ -75,7 +75,7 @@ impl Worker {
     }
 
     /// The worker's connection to the SFC is up: under `tokens` it announces itself with its
-    /// initial tokens ([LHCb-SFC] §2.3.1.2).
+    /// initial tokens ([LHCB-SUBFARM] §2.3.1.2).
     pub fn on_connected(&mut self) {
         if self.dispatch == Dispatch::Tokens {
             for _ in 0..self.initial_tokens {

@@ -97,4 +97,24 @@ max_frame_bytes = "64MiB"    # larger frames close the connection
 readout_buffer_bytes = "16MiB"  # generated fragments a readout unit may hold (back-pressure)
 verify_payload = true        # check every payload byte (headers are always checked)
 run_id = 0                   # in every hello; a peer of another run is refused (daqnet run draws one)
+
+# An LHCb sub-farm ([LHCB-SUBFARM], docs/subfarm.md) in place of the event builder of [system]:
+# uncomment [farm] (network.topology must be "star"). Its defaults: the note's test set-up.
+# [farm]
+# workers = 20                 # worker nodes behind the sub-farm controller (SFC)
+# implementation = "v2"        # v1: generator + event queue + token queue | v2: a sender per worker,
+#                              # sending on its token | v3: a sender per worker streaming (push)
+# dispatch = "tokens"          # tokens (v1, v2) | round_robin (v1) | push (v3)
+# initial_tokens = 1           # tokens a worker sends when it connects
+# event_bytes = "32kB"
+# token_bytes = 28
+# accept_fraction = 0.005      # share of events accepted (their output rides back with the token)
+# accept_output_bytes = "64kB"
+# reject_ns = 0                # processing time of a rejected event
+# accept_ns = 0                # processing time of an accepted event
+# source_rate_hz = "unbounded" # v1: events offered per second, or "unbounded" (keeps the queue full)
+# event_queue_events = 40      # v1: the SFC's event queue; an event finding it full is lost
+# pipe_bytes = "128KiB"        # round_robin, push: event bytes on a connection before a send blocks
+# sfc_link_bps = "1G"
+# worker_link_bps = "100M"
 "#;

@@ -1,4 +1,4 @@
-//! `[farm]`: an LHCb sub-farm ([LHCb-SFC], Neufeld and Thannhaeuser, LHCb 2002-049): a sub-farm
+//! `[farm]`: an LHCb sub-farm ([LHCB-SUBFARM], Neufeld and Thannhaeuser, LHCb 2002-049): a sub-farm
 //! controller (SFC) hands each event to one of its worker nodes.
 
 use super::Rate;
@@ -10,23 +10,23 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Farm {
-    /// Worker nodes behind the SFC ([LHCb-SFC] §2.1: 20).
+    /// Worker nodes behind the SFC ([LHCB-SUBFARM] §2.1: 20).
     pub workers: u32,
-    /// Which of the note's implementations ([LHCb-SFC] §2.3.2.1): `v1` (an event generator
+    /// Which of the note's implementations ([LHCB-SUBFARM] §2.3.2.1): `v1` (an event generator
     /// feeds the SFC's event queue; a token thread and a forwarding thread share the token
     /// queue), `v2` (one sender per worker, which sends a new event when that worker's token
     /// arrives; no event queue) or `v3` (one sender per worker streaming events as fast as TCP
     /// takes them; no tokens).
     pub implementation: Implementation,
     /// How the SFC chooses a worker: `tokens` (the first of a FIFO queue of tokens workers send
-    /// when ready, [LHCb-SFC] §2.3.1.2; `v1`, `v2`), `round_robin` (the worker that has waited
+    /// when ready, [LHCB-SUBFARM] §2.3.1.2; `v1`, `v2`), `round_robin` (the worker that has waited
     /// longest, ready or not, §2.3.1.1; `v1`) or `push` (every worker whose connection takes
     /// more; `v3`).
     pub dispatch: Dispatch,
     /// Tokens each worker sends when it connects (`tokens`): 1 in the note's tests; 2 keeps an
     /// event buffered at each worker (§2.3.1.2).
     pub initial_tokens: u32,
-    /// Size of every event, in bytes ([LHCb-SFC] §2.3.2.1: 32 KB).
+    /// Size of every event, in bytes ([LHCB-SUBFARM] §2.3.2.1: 32 KB).
     #[serde(deserialize_with = "de_bytes")]
     pub event_bytes: u64,
     /// Size of a token, and of the verdict a worker returns under `round_robin`, in bytes
@@ -58,15 +58,15 @@ pub struct Farm {
     /// not yet taken by the worker: the socket buffers of both ends) before a send to it blocks.
     #[serde(deserialize_with = "de_bytes")]
     pub pipe_bytes: u64,
-    /// Line rate of the SFC's link, in bit/s ([LHCb-SFC]: Gigabit Ethernet).
+    /// Line rate of the SFC's link, in bit/s ([LHCB-SUBFARM]: Gigabit Ethernet).
     #[serde(deserialize_with = "de_bps")]
     pub sfc_link_bps: u64,
-    /// Line rate of each worker's link, in bit/s ([LHCb-SFC]: Fast Ethernet, 100 Mb/s).
+    /// Line rate of each worker's link, in bit/s ([LHCB-SUBFARM]: Fast Ethernet, 100 Mb/s).
     #[serde(deserialize_with = "de_bps")]
     pub worker_link_bps: u64,
 }
 
-/// The note's three implementations of the SFC ([LHCb-SFC] §2.3.2.1).
+/// The note's three implementations of the SFC ([LHCB-SUBFARM] §2.3.2.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Implementation {
@@ -82,7 +82,7 @@ pub enum Implementation {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Dispatch {
-    /// The sender of the first token in a FIFO queue of tokens ([LHCb-SFC] §2.3.1.2).
+    /// The sender of the first token in a FIFO queue of tokens ([LHCB-SUBFARM] §2.3.1.2).
     Tokens,
     /// The worker that has waited longest since its last event, ready or not (§2.3.1.1).
     RoundRobin,
@@ -122,7 +122,7 @@ impl Dispatch {
 }
 
 impl Default for Farm {
-    /// The note's test set-up ([LHCb-SFC] §2.1, §2.3.2.1) with version 2.
+    /// The note's test set-up ([LHCB-SUBFARM] §2.1, §2.3.2.1) with version 2.
     fn default() -> Self {
         Farm {
             workers: 20,

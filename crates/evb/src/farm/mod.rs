@@ -1,4 +1,4 @@
-//! The LHCb sub-farm for real ([LHCb-SFC]: Neufeld and Thannhaeuser, LHCb 2002-049): the SFC
+//! The LHCb sub-farm for real ([LHCB-SUBFARM]: Neufeld and Thannhaeuser, LHCb 2002-049): the SFC
 //! ([`sfc`]) and its workers ([`worker`]) as processes over TCP, driving the `core` farm state
 //! machines.
 //!
@@ -20,7 +20,7 @@ use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::Instant;
 
-/// Bytes of a message head, and of a token without output ([LHCb-SFC] §2.3.2.1: 28 bytes).
+/// Bytes of a message head, and of a token without output ([LHCB-SUBFARM] §2.3.2.1: 28 bytes).
 pub const HEAD_BYTES: usize = 28;
 
 /// What a message is.

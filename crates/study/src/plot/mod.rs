@@ -162,8 +162,13 @@ impl XAxis {
 /// Draws `spec` from `table` into `out` (`.png`, `.svg` or `.pdf`).
 pub fn draw(table: &Table, spec: &PlotSpec, out: &Path) -> anyhow::Result<()> {
     let format = render::Format::of(out)?;
-    let t = table.filter(&spec.filters)?;
+    let mut t = table.filter(&spec.filters)?;
     let xc = t.column(&spec.x)?;
+    // A row without an x value comes from a series that does not sweep x: not on this figure.
+    t.rows.retain(|r| !r[xc].is_empty());
+    if t.rows.is_empty() {
+        bail!("{}: no row has a value of `{}`", table.path.display(), spec.x);
+    }
     let group = spec.group.as_deref().map(|g| t.column(g)).transpose()?;
     let cells: Vec<&str> = t.rows.iter().map(|r| r[xc].as_str()).collect();
     let axis = match spec.kind {
