@@ -28,12 +28,14 @@ fn version_2_fills_the_sfc_link_and_shares_it_evenly() {
     // One token per worker keeps 20 events of 32 kB (5 Mb) in flight, far above the link's
     // bandwidth-delay product (1 Gb/s x ~0.2 ms), so the link never idles: at least 95 % of its
     // payload capacity, and never more than all of it.
-    let s = scenario("v2", &["run.events=8000"]);
+    // Over more than 20 s of simulated time (75 000 events at ~3660 per second).
+    let s = scenario("v2", &["run.events=75000"]);
     let out = run(&s);
     let r = &out.report;
+    assert!(r.duration_s >= 20.0, "{}", r.duration_s);
     let cap = payload_capacity(&s, 1_000_000_000);
     assert!(r.goodput_bps >= 0.95 * cap && r.goodput_bps <= cap, "{} of {cap}", r.goodput_bps);
-    assert_eq!(r.events_built, 8000);
+    assert_eq!(r.events_built, 75000);
     // Tokens return in the order events finish; every worker's share is within 15 % of the mean.
     let f = r.farm.as_ref().unwrap();
     let w = &f.worker_bps;

@@ -83,6 +83,19 @@ impl Runs {
     pub fn goodput_bps(&self) -> f64 {
         self.mean(|r| r.goodput_bps)
     }
+
+    /// (sub-farm runs) Per-worker throughput over the runs: lowest, highest and mean
+    /// coefficient of variation, as shares of the mean; `None` for other runs.
+    pub fn worker_spread(&self) -> Option<(f64, f64, f64)> {
+        let spreads: Vec<_> = self.0.iter().filter_map(|r| r.farm.as_ref().map(|f| f.worker_bps.clone())).collect();
+        if spreads.is_empty() {
+            return None;
+        }
+        let rel = |x: f64, mean: f64| if mean > 0.0 { x / mean } else { 0.0 };
+        let lo = spreads.iter().map(|w| rel(w.min, w.mean)).fold(f64::INFINITY, f64::min);
+        let hi = spreads.iter().map(|w| rel(w.max, w.mean)).fold(f64::NEG_INFINITY, f64::max);
+        Some((lo, hi, spreads.iter().map(|w| w.cv).sum::<f64>() / spreads.len() as f64))
+    }
 }
 
 /// One point run on both substrates.
@@ -281,6 +294,17 @@ pub fn render(pairs: &[Pair], a: &Agreement, c: &Criteria, names: (&str, &str)) 
         format!("points within a factor {} (or both < {:.0} %)", c.share_factor, 100.0 * c.incast_share),
     );
     count("goodput", a.goodputs, format!("points within ±{:.0} %", 100.0 * c.goodput_tolerance));
+    if pairs.iter().any(|p| p.reference.worker_spread().is_some()) {
+        let _ = writeln!(s, "per-worker throughput, lowest and highest over the mean (cv):");
+        let spread = |r: &Runs| match r.worker_spread() {
+            Some((lo, hi, cv)) => format!("{lo:.2}–{hi:.2} (cv {:.1} %)", 100.0 * cv),
+            None => "—".into(),
+        };
+        for p in pairs {
+            let v = p.values.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>().join(" × ");
+            let _ = writeln!(s, "  {v:<20} | {} {} | {} {}", names.0, spread(&p.reference), names.1, spread(&p.model));
+        }
+    }
     let line = onset_line(pairs);
     let _ = writeln!(
         s,
@@ -393,6 +417,24 @@ mod tests {
             model: runs(&[(18.0, 0.0, 0), (19.0, 0.0, 1)]),
         };
         assert!(!quiet.no_timeouts());
+    }
+
+    #[test]
+    fn sub_farm_runs_show_each_sides_per_worker_spread() {
+        let farm = |min: f64, max: f64| {
+            let mut r = report(5.0, 0.0, 0);
+            let worker_bps = daqnet_core::report::Spread { min, max, mean: 100.0, cv: 0.05 };
+            r.farm = Some(daqnet_core::report::FarmStats { worker_bps, ..Default::default() });
+            r
+        };
+        let pairs = vec![Pair {
+            values: vec![("farm.initial_tokens".into(), "1".into())],
+            reference: Runs(vec![farm(90.0, 110.0)]),
+            model: Runs(vec![farm(95.0, 104.0), farm(97.0, 106.0)]),
+        }];
+        assert_eq!(pairs[0].model.worker_spread(), Some((0.95, 1.06, 0.05)));
+        let text = render(&pairs, &agreement(&pairs, &Criteria::default()), &Criteria::default(), ("testbed", "sim"));
+        assert!(text.contains("testbed 0.90–1.10 (cv 5.0 %) | sim 0.95–1.06 (cv 5.0 %)"), "{text}");
     }
 
     #[test]
