@@ -141,6 +141,7 @@ impl<E> EventQueue<E> {
     }
 
     /// Removes the next event and advances the clock to its time.
+    #[inline]
     pub fn pop(&mut self) -> Option<(Nanos, E)> {
         while self.heap.peek().is_none_or(|e| e.time() >= self.next_bucket) && self.next_bucket != Nanos::MAX {
             self.open_next_bucket();

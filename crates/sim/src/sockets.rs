@@ -247,6 +247,7 @@ impl<M: Copy> Sockets<M> {
     /// queue before anything the arrival causes is scheduled. At a switch it is forwarded; at
     /// a host TCP takes it, and the caller reads the messages it completed
     /// ([`Sockets::next_message`]) and then lets the end answer ([`Sockets::pump`]).
+    #[inline]
     pub fn arrive<A>(&mut self, q: &mut EventQueue<Ev<A>>, port: u32) -> Option<Received> {
         let flights = &mut self.flights[port as usize];
         let f = flights.pop_front().expect("an arrival event stands for a frame on its way");
