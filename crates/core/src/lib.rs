@@ -10,6 +10,8 @@
 //!   time where it matters) and carries out their outputs.
 //! * [`farm`]: the sans-IO state machines of an LHCb sub-farm: the [`farm::Dispatcher`] (the
 //!   sub-farm controller with its event queue and token queue) and the [`farm::Worker`].
+//! * [`pipe`]: DAQPIPE's event building: the [`pipe::EventManager`] and the
+//!   [`pipe::BuilderUnit`] with its bounded number of parallel pulls.
 //! * [`workload`]: fragment-size laws and the deterministic per-event choices that every substrate
 //!   must make identically.
 //! * [`report`]: the run report every substrate writes (`report.json`), and [`report::Measure`],
@@ -18,6 +20,7 @@
 pub mod dataflow;
 pub mod farm;
 pub mod ids;
+pub mod pipe;
 pub mod report;
 pub mod scenario;
 pub mod units;

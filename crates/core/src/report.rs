@@ -249,6 +249,11 @@ pub struct RunReport {
     /// SFC -> verdict back), and the goodput is the event payload sent to workers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub farm: Option<FarmStats>,
+    /// (DAQPIPE scenarios) Per-node send and receive bandwidth; in such a report an event is
+    /// built when its builder unit has every fragment, the latency is from its assignment to
+    /// then, and the goodput is the fragment payload received by all builder units.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipe: Option<PipeStats>,
     /// The scenario as run, every field resolved (TOML).
     #[serde(default)]
     pub resolved_scenario: String,
@@ -286,7 +291,26 @@ pub struct FarmStats {
     pub workers: Vec<WorkerStats>,
 }
 
-/// Minimum, maximum, mean and coefficient of variation of a quantity over workers.
+/// What a DAQPIPE run measured beyond the common fields.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PipeStats {
+    /// Nodes.
+    pub nodes: u32,
+    /// `round_robin` or `simple`.
+    pub scheduler: String,
+    /// Pulls a builder unit keeps outstanding (`round_robin`).
+    pub parallel_transfers: u32,
+    /// Fragment payload each node's readout unit sent to other nodes, bit/s over the measured
+    /// part: spread over nodes (its own builder unit's fragment crosses no link and is left out).
+    pub send_bps: Spread,
+    /// Fragment payload each node's builder unit received from other nodes, bit/s: spread over
+    /// nodes.
+    pub recv_bps: Spread,
+    /// Per node: (send, receive) bit/s.
+    pub per_node: Vec<(f64, f64)>,
+}
+
+/// Minimum, maximum, mean and coefficient of variation of a quantity over workers (or nodes).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Spread {
     /// Smallest.
@@ -692,6 +716,25 @@ impl RunReport {
                     format!("{} (tokens from unknown workers or for events not sent)", f.protocol_errors),
                 );
             }
+        }
+        if let Some(p) = &self.pipe {
+            let k = if p.scheduler == "simple" {
+                "all at once".to_string()
+            } else {
+                format!("{} parallel", p.parallel_transfers)
+            };
+            row("pipe", format!("{} nodes, pulls {k}", p.nodes));
+            row(
+                "per node",
+                format!(
+                    "send {:.1} .. {:.1} Gb/s, receive {:.1} .. {:.1} Gb/s (mean {:.1})",
+                    p.send_bps.min / 1e9,
+                    p.send_bps.max / 1e9,
+                    p.recv_bps.min / 1e9,
+                    p.recv_bps.max / 1e9,
+                    p.recv_bps.mean / 1e9
+                ),
+            );
         }
         if let Some(w) = &self.sim_work {
             row(

@@ -7,12 +7,14 @@
 //! * [`sockets`]: TCP connections between the fabric's hosts carrying application messages,
 //!   the one layer every simulated dataflow runs over.
 //! * [`farm`]: the LHCb sub-farm (`core`'s dispatcher and workers) over the same layers.
+//! * [`pipe`]: DAQPIPE's event building (event manager, builder units) over the same layers.
 //! * [`world`]: the `core` dataflow state machines driven over all of that; [`simulate`] runs a
 //!   scenario and returns its [`daqnet_core::report::RunReport`].
 
 pub mod engine;
 pub mod farm;
 pub mod net;
+pub mod pipe;
 pub mod sockets;
 pub mod tcp;
 pub mod world;
@@ -22,11 +24,14 @@ pub use world::{DropRule, SimOptions, SimOutput};
 use daqnet_core::Scenario;
 
 /// Simulates `scenario` (already validated, defaults filled in): the sub-farm of its `[farm]`
-/// section if it has one, otherwise the event builder of `[system]`. `origin` names it in the
+/// section or the DAQPIPE builder of its `[pipe]` section if it has one, otherwise the event
+/// builder of `[system]`. `origin` names it in the
 /// report.
 pub fn simulate(scenario: &Scenario, origin: &str, opts: SimOptions) -> SimOutput {
     if scenario.farm.is_some() {
         farm::simulate(scenario, origin, opts)
+    } else if scenario.pipe.is_some() {
+        pipe::simulate(scenario, origin, opts)
     } else {
         world::simulate(scenario, origin, opts)
     }

@@ -177,6 +177,21 @@ pub fn verdict(r: &daqnet_core::report::RunReport, sc: &Scenario, file: &str) ->
     if let (Some(f), Some(farm)) = (&r.farm, &sc.farm) {
         return farm_verdict(r, f, farm, sc.network.payload_share(), file);
     }
+    if let (Some(p), Some(pipe)) = (&r.pipe, &sc.pipe) {
+        let link = pipe.link_bps as f64 * sc.network.payload_share();
+        return vec![
+            format!(
+                "verdict: each node receives {:.1} Gb/s of fragments = {:.1} % of its link's payload capacity ({:.1} Gb/s); \
+                 {} drops, {} timeouts",
+                p.recv_bps.mean / 1e9,
+                100.0 * p.recv_bps.mean / link,
+                link / 1e9,
+                r.switch.drops,
+                r.tcp.timeouts
+            ),
+            format!("compare: daqnet sweep {file} --vary pipe.parallel_transfers=1,2,4,8,16,32"),
+        ];
+    }
     let worst = r.switch.ports.iter().max_by_key(|p| (p.drops, p.peak_bytes));
     let buffer = collector_buffer(sc);
     let shaping = {

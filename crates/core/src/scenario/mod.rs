@@ -8,12 +8,14 @@
 mod choice;
 mod farm;
 mod load;
+mod pipe;
 mod raw;
 mod validate;
 
 pub use choice::{Credits, Rate};
 pub use farm::{Dispatch, Farm, Implementation};
 pub use load::{apply_set, load, parse_str, ScenarioError};
+pub use pipe::{Pipe, PipeScheduler};
 
 use crate::units::{de_bps, de_bytes, de_bytes_u32, de_ms, de_ns, de_secs};
 use serde::{Deserialize, Serialize};
@@ -34,6 +36,9 @@ pub struct Scenario {
     /// An LHCb sub-farm in place of the event builder of `[system]`; see [`Farm`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub farm: Option<Farm>,
+    /// A DAQPIPE event builder in place of the event builder of `[system]`; see [`Pipe`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pipe: Option<Pipe>,
 }
 
 /// `[system]`: the event-building dataflow.

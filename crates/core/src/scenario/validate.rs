@@ -1,6 +1,8 @@
 //! Semantic checks of a scenario: each problem names the field, its value and what is allowed.
 
-use super::{BufferConfig, Credits, Dispatch, Farm, FragmentSize, Network, Rate, Scenario, Topology};
+use super::{
+    BufferConfig, Credits, Dispatch, Farm, FragmentSize, Network, Pipe, PipeScheduler, Rate, Scenario, Topology,
+};
 
 type Problems = Vec<(String, String)>;
 
@@ -202,6 +204,9 @@ impl Scenario {
         if let Some(f) = &self.farm {
             validate_farm(&mut p, f, n);
         }
+        if let Some(pipe) = &self.pipe {
+            validate_pipe(&mut p, pipe, self);
+        }
         p
     }
 
@@ -333,5 +338,24 @@ fn validate_farm(p: &mut Problems, f: &Farm, n: &Network) {
         n.topology == Topology::Star,
         "network.topology",
         "is \"two_tier\"; a sub-farm ([farm]) sits on one switch: set topology = \"star\"".to_string(),
+    );
+}
+
+/// `[pipe]`: sizes and limits, one dataflow per scenario, a star.
+fn validate_pipe(p: &mut Problems, pipe: &Pipe, sc: &Scenario) {
+    need(p, (2..=4096).contains(&pipe.nodes), "pipe.nodes", format!("is {}; must be in 2 ..= 4096", pipe.nodes));
+    positive(p, "pipe.fragment_bytes", pipe.fragment_bytes);
+    positive(p, "pipe.credits_per_builder", pipe.credits_per_builder as u64);
+    positive(p, "pipe.request_bytes", pipe.request_bytes as u64);
+    positive(p, "pipe.link_bps", pipe.link_bps);
+    if pipe.scheduler == PipeScheduler::RoundRobin {
+        positive(p, "pipe.parallel_transfers", pipe.parallel_transfers as u64);
+    }
+    need(p, sc.farm.is_none(), "pipe", "and [farm] are both set; a scenario runs one of them".to_string());
+    need(
+        p,
+        sc.network.topology == Topology::Star,
+        "network.topology",
+        "is \"two_tier\"; a pipe ([pipe]) runs on one switch for now: set topology = \"star\"".to_string(),
     );
 }

@@ -1,0 +1,101 @@
+//! The event manager: hands events to builder units round-robin, as each has a credit free.
+
+use super::PipeError;
+use crate::{EventId, NodeId};
+use std::collections::VecDeque;
+
+/// The event manager of a pipe run.
+#[derive(Debug, Clone)]
+pub struct EventManager {
+    /// Events each builder unit holds, by node.
+    held: Vec<Vec<EventId>>,
+    credits: u32,
+    /// The builder unit the round-robin considers next.
+    next: usize,
+    next_event: EventId,
+    total: u64,
+    out: VecDeque<(NodeId, EventId)>,
+}
+
+impl EventManager {
+    /// A manager of `builders` builder units (nodes `0..builders`), each holding at most
+    /// `credits` events, for `total` events; every builder's first events are assigned at once.
+    pub fn new(builders: u32, credits: u32, total: u64) -> Self {
+        let mut m = EventManager {
+            held: vec![Vec::new(); builders as usize],
+            credits,
+            next: 0,
+            next_event: EventId(0),
+            total,
+            out: VecDeque::new(),
+        };
+        m.assign();
+        m
+    }
+
+    /// `node` has built `event`: its credit comes back, and the next events go out.
+    pub fn on_built(&mut self, node: NodeId, event: EventId) -> Result<(), PipeError> {
+        let held = self.held.get_mut(node.index()).ok_or(PipeError::NotAssigned { event, node })?;
+        let i = held.iter().position(|&e| e == event).ok_or(PipeError::NotAssigned { event, node })?;
+        held.swap_remove(i);
+        self.assign();
+        Ok(())
+    }
+
+    /// Round-robin over the builder units with a free credit, until none has one or every
+    /// event is out.
+    fn assign(&mut self) {
+        let n = self.held.len();
+        while self.next_event.0 < self.total {
+            let Some(k) = (0..n).find(|k| self.held[(self.next + k) % n].len() < self.credits as usize) else {
+                return;
+            };
+            let node = (self.next + k) % n;
+            self.held[node].push(self.next_event);
+            self.out.push_back((NodeId(node as u32), self.next_event));
+            self.next_event = self.next_event.next();
+            self.next = (node + 1) % n;
+        }
+    }
+
+    /// The next assignment (builder unit, event), if any.
+    pub fn poll(&mut self) -> Option<(NodeId, EventId)> {
+        self.out.pop_front()
+    }
+
+    /// Events assigned so far.
+    pub fn assigned(&self) -> u64 {
+        self.next_event.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_go_round_robin_as_credits_allow() {
+        let mut m = EventManager::new(3, 2, 10);
+        let first: Vec<_> = std::iter::from_fn(|| m.poll()).map(|(n, e)| (n.0, e.0)).collect();
+        assert_eq!(first, vec![(0, 0), (1, 1), (2, 2), (0, 3), (1, 4), (2, 5)]);
+        m.on_built(NodeId(1), EventId(4)).unwrap();
+        assert_eq!(m.poll(), Some((NodeId(1), EventId(6))));
+        assert_eq!(
+            m.on_built(NodeId(1), EventId(4)),
+            Err(PipeError::NotAssigned { event: EventId(4), node: NodeId(1) })
+        );
+        assert_eq!(
+            m.on_built(NodeId(9), EventId(0)),
+            Err(PipeError::NotAssigned { event: EventId(0), node: NodeId(9) })
+        );
+    }
+
+    #[test]
+    fn no_event_beyond_the_total() {
+        let mut m = EventManager::new(2, 4, 3);
+        assert_eq!(std::iter::from_fn(|| m.poll()).count(), 3);
+        m.on_built(NodeId(0), EventId(0)).unwrap();
+        assert_eq!(m.poll(), None);
+        assert_eq!(m.assigned(), 3);
+    }
+}

@@ -1,0 +1,81 @@
+//! `[pipe]`: DAQPIPE's event building ([LHCB-DAQPIPE] §VI): every node a readout unit and a
+//! builder unit, an event manager, and pulls with a bounded number of parallel transfers.
+
+use crate::units::{de_bps, de_bytes, de_bytes_u32, de_ns};
+use serde::{Deserialize, Serialize};
+
+/// `[pipe]`: when present, the scenario is a DAQPIPE event builder on the star switch of
+/// `[network.switch]` instead of the event builder of `[system]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Pipe {
+    /// Nodes, each hosting a readout unit and a builder unit ([LHCB-DAQPIPE]: 500 planned,
+    /// 14 measured).
+    pub nodes: u32,
+    /// Each readout unit's fragment of one event, in bytes.
+    #[serde(deserialize_with = "de_bytes")]
+    pub fragment_bytes: u64,
+    /// How a builder unit sends its pulls: `round_robin` (DAQPIPE's default: at most
+    /// `parallel_transfers` outstanding) or `simple` (every pull of an event at once; the
+    /// network schedules them).
+    pub scheduler: PipeScheduler,
+    /// `round_robin`: pulls a builder unit keeps outstanding ([LHCB-DAQPIPE] Fig. 9 sweeps it;
+    /// ≥ 28 needed on 16 nodes).
+    pub parallel_transfers: u32,
+    /// Events each builder unit holds at once (the event manager's credits per builder).
+    pub credits_per_builder: u32,
+    /// Size of a pull request (DAQPIPE's command message), in bytes.
+    #[serde(deserialize_with = "de_bytes_u32")]
+    pub request_bytes: u32,
+    /// Line rate of every node's link, in bit/s.
+    #[serde(deserialize_with = "de_bps")]
+    pub link_bps: u64,
+    /// One-way latency of event-manager messages (assignments, built events), which are tiny
+    /// and not put on the data network, in ns.
+    #[serde(deserialize_with = "de_ns")]
+    pub control_delay_ns: u64,
+}
+
+/// A builder unit's pull scheduler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PipeScheduler {
+    /// At most `parallel_transfers` pulls outstanding, readout units visited round-robin.
+    RoundRobin,
+    /// Every pull of an event as soon as it is assigned.
+    Simple,
+}
+
+impl PipeScheduler {
+    /// The name used in scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            PipeScheduler::RoundRobin => "round_robin",
+            PipeScheduler::Simple => "simple",
+        }
+    }
+}
+
+impl Pipe {
+    /// The builder units' limit on outstanding pulls (`None`: the simple scheduler).
+    pub fn parallel(&self) -> Option<u32> {
+        (self.scheduler == PipeScheduler::RoundRobin).then_some(self.parallel_transfers)
+    }
+}
+
+impl Default for Pipe {
+    /// The 14-node InfiniBand EDR cluster of [LHCB-DAQPIPE] §VI scaled to a first look: 4 nodes
+    /// at 100 Gb/s, 1 MB fragments, 28 parallel transfers, two events per builder.
+    fn default() -> Self {
+        Pipe {
+            nodes: 4,
+            fragment_bytes: 1_000_000,
+            scheduler: PipeScheduler::RoundRobin,
+            parallel_transfers: 28,
+            credits_per_builder: 2,
+            request_bytes: 64,
+            link_bps: 100_000_000_000,
+            control_delay_ns: 10_000,
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! DAQPIPE's event building simulated: the `core` [`EventManager`] and one [`BuilderUnit`] per
+//! node driven over the [`Sockets`] layer on a star switch.
+//!
+//! Node `n` is host `n`, with a readout unit and a builder unit (full duplex). Builder unit `b`
+//! opens a connection to every other node's readout unit: connection `b·(N−1) + k` joins it to
+//! the `k`-th other node. A pull of the node's own fragment crosses no link. The event manager
+//! is off the data network: its messages take `pipe.control_delay_ns`.
+
+use crate::engine::EventQueue;
+use crate::net::fabric::Fabric;
+use crate::sockets::{End, Ev, Sockets};
+use crate::tcp::TcpParams;
+use crate::world::{SimOptions, SimOutput};
+use daqnet_core::pipe::{BuilderOutput, BuilderUnit, EventManager};
+use daqnet_core::report::{EventRecord, Measure, NotBuilt, PipeStats, RunReport, SimWork, Spread, SwitchStats, Track};
+use daqnet_core::scenario::Pipe;
+use daqnet_core::{ConnId, EventId, Nanos, NodeId, PuId, ReadoutId, Scenario, NS_PER_S};
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+#[derive(Debug, Clone, Copy)]
+enum Msg {
+    Pull { event: EventId },
+    Fragment { event: EventId, bytes: u64 },
+}
+
+#[derive(Debug, Clone, Copy)]
+enum PipeEv {
+    /// The event manager's assignment reaches builder unit `node`.
+    Assign { node: NodeId, event: EventId },
+    /// Builder unit `node`'s report that `event` is built reaches the event manager.
+    Built { node: NodeId, event: EventId },
+    /// A builder unit's pull of its own node's fragment.
+    Local { node: NodeId, event: EventId },
+}
+
+struct PipeWorld<'a> {
+    q: EventQueue<Ev<PipeEv>>,
+    net: Sockets<Msg>,
+    pipe: Pipe,
+    em: EventManager,
+    builders: Vec<BuilderUnit>,
+    /// When each event in flight was assigned (indexed by event number).
+    assigned: Vec<Nanos>,
+    measure: Measure,
+    records: Vec<EventRecord>,
+    /// Per node: measured fragment bytes its readout unit sent to other nodes, and its
+    /// builder unit received from them.
+    sent: Vec<u64>,
+    received: Vec<u64>,
+    warmup: u64,
+    built: u64,
+    total: u64,
+    opts: SimOptions<'a>,
+    progress_every: u64,
+}
+
+/// Simulates the DAQPIPE event builder of `scenario` (valid, defaults filled in, with `[pipe]`).
+pub fn simulate(scenario: &Scenario, origin: &str, opts: SimOptions) -> SimOutput {
+    let wall = Instant::now();
+    let mut w = PipeWorld::new(scenario, opts);
+    let limit = (scenario.run.time_limit_s * NS_PER_S as f64) as Nanos;
+    let stop = w.opts.stop;
+    let mut interrupted = false;
+    w.assign();
+    while w.built < w.total {
+        if w.q.popped().is_multiple_of(1 << 16) && stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+            interrupted = true;
+            break;
+        }
+        let Some((now, ev)) = w.q.pop() else { break };
+        if now > limit {
+            break;
+        }
+        w.dispatch(ev);
+    }
+    let mut out = w.report(scenario, origin, wall.elapsed().as_secs_f64());
+    out.report.interrupted = interrupted;
+    out
+}
+
+impl<'a> PipeWorld<'a> {
+    fn new(scenario: &Scenario, opts: SimOptions<'a>) -> Self {
+        let pipe = scenario.pipe.clone().expect("a pipe scenario has [pipe]");
+        let n = pipe.nodes;
+        let hosts = (0..n).map(|i| (format!("node{i}"), pipe.link_bps)).collect();
+        let fabric = Fabric::star(&scenario.network, hosts);
+        let params = TcpParams::from_config(&scenario.network.tcp, scenario.network.mss_bytes());
+        let pairs = (0..n).flat_map(move |b| (0..n).filter(move |&r| r != b).map(move |r| (b, r)));
+        let total = scenario.run.warmup_events + scenario.run.events;
+        PipeWorld {
+            q: EventQueue::new(),
+            net: Sockets::new(fabric, &params, pairs),
+            em: EventManager::new(n, pipe.credits_per_builder, total),
+            builders: (0..n).map(|b| BuilderUnit::new(NodeId(b), n, pipe.parallel())).collect(),
+            assigned: Vec::new(),
+            measure: Measure::new(scenario.run.warmup_events),
+            records: Vec::new(),
+            sent: vec![0; n as usize],
+            received: vec![0; n as usize],
+            warmup: scenario.run.warmup_events,
+            built: 0,
+            total,
+            progress_every: (total / 200).max(1),
+            pipe,
+            opts,
+        }
+    }
+
+    /// The connection from builder unit `b` to readout unit `r` (`r ≠ b`).
+    fn conn(&self, b: NodeId, r: ReadoutId) -> ConnId {
+        let k = if r.0 < b.0 { r.0 } else { r.0 - 1 };
+        ConnId(b.0 * (self.pipe.nodes - 1) + k)
+    }
+
+    /// The (builder, readout) ends of connection `c`.
+    fn ends(&self, c: ConnId) -> (NodeId, ReadoutId) {
+        let (b, k) = (c.0 / (self.pipe.nodes - 1), c.0 % (self.pipe.nodes - 1));
+        (NodeId(b), ReadoutId(if k < b { k } else { k + 1 }))
+    }
+
+    /// Sends the event manager's assignments on their way.
+    fn assign(&mut self) {
+        let at = self.q.now() + self.pipe.control_delay_ns;
+        while let Some((node, event)) = self.em.poll() {
+            if self.assigned.len() <= event.index() {
+                self.assigned.resize(event.index() + 1, 0);
+            }
+            self.assigned[event.index()] = self.q.now();
+            self.q.schedule(at, Ev::App(PipeEv::Assign { node, event }));
+        }
+    }
+
+    fn dispatch(&mut self, ev: Ev<PipeEv>) {
+        match ev {
+            Ev::Arrive { port } => {
+                if let Some(rx) = self.net.arrive(&mut self.q, port) {
+                    while let Some(msg) = self.net.next_message(&rx) {
+                        self.on_message(rx.conn, msg);
+                    }
+                    self.net.pump(&mut self.q, rx.conn, rx.end);
+                }
+            }
+            Ev::Tcp { ep } => self.net.on_timer(&mut self.q, ep),
+            Ev::App(PipeEv::Assign { node, event }) => {
+                self.builders[node.index()].on_assign(event);
+                self.drain_builder(node);
+            }
+            Ev::App(PipeEv::Local { node, event }) => {
+                // Not counted in the node's bandwidth: it crosses no link.
+                self.on_fragment(node, ReadoutId(node.0), event, self.pipe.fragment_bytes);
+            }
+            Ev::App(PipeEv::Built { node, event }) => {
+                if let Err(e) = self.em.on_built(node, event) {
+                    panic!("simulator bookkeeping error: {e}");
+                }
+                self.assign();
+            }
+        }
+    }
+
+    fn on_message(&mut self, c: ConnId, msg: Msg) {
+        let (b, r) = self.ends(c);
+        match msg {
+            // A readout unit always has its fragments: it answers a pull at once.
+            Msg::Pull { event } => {
+                let bytes = self.pipe.fragment_bytes;
+                self.count(b, r, event, bytes);
+                self.net.send(&mut self.q, c, End::Acceptor, bytes, Msg::Fragment { event, bytes });
+            }
+            Msg::Fragment { event, bytes } => self.on_fragment(b, r, event, bytes),
+        }
+    }
+
+    /// Counts a measured fragment of `event` from readout unit `r` to builder unit `b`.
+    fn count(&mut self, b: NodeId, r: ReadoutId, event: EventId, bytes: u64) {
+        if event.0 >= self.warmup {
+            self.sent[r.index()] += bytes;
+            self.received[b.index()] += bytes;
+        }
+    }
+
+    fn on_fragment(&mut self, b: NodeId, r: ReadoutId, event: EventId, bytes: u64) {
+        if let Err(e) = self.builders[b.index()].on_fragment(event, r, bytes) {
+            panic!("simulator bookkeeping error: {e}");
+        }
+        self.drain_builder(b);
+    }
+
+    fn drain_builder(&mut self, b: NodeId) {
+        let now = self.q.now();
+        while let Some(o) = self.builders[b.index()].poll() {
+            match o {
+                BuilderOutput::Pull { readout, event } if readout.0 == b.0 => {
+                    self.q.schedule(now, Ev::App(PipeEv::Local { node: b, event }))
+                }
+                BuilderOutput::Pull { readout, event } => {
+                    let c = self.conn(b, readout);
+                    let bytes = self.pipe.request_bytes as u64;
+                    self.net.send(&mut self.q, c, End::Opener, bytes, Msg::Pull { event });
+                }
+                BuilderOutput::Built { event, bytes } => self.on_built(b, event, bytes, now),
+            }
+        }
+    }
+
+    fn on_built(&mut self, node: NodeId, event: EventId, bytes: u64, now: Nanos) {
+        let assigned = self.assigned[event.index()];
+        let track = Track { event, pu: PuId(node.0), node, assigned, started: assigned, done: now, bytes };
+        self.measure.record(&track);
+        if self.opts.record_events {
+            self.records.push(track.record(self.warmup));
+        }
+        self.q.schedule(now + self.pipe.control_delay_ns, Ev::App(PipeEv::Built { node, event }));
+        self.built += 1;
+        if self.built.is_multiple_of(self.progress_every) || self.built == self.total {
+            if let Some(p) = self.opts.progress.as_mut() {
+                p(self.built, self.total);
+            }
+        }
+    }
+
+    fn report(mut self, scenario: &Scenario, origin: &str, wall_s: f64) -> SimOutput {
+        let measured = self.measure.finish();
+        let duration = measured.duration_s;
+        let built = measured.events_built;
+        let mut report = RunReport::measured("sim", origin, scenario, measured);
+        report.events_not_built = NotBuilt { timed_out: 0, lost: 0, abandoned: scenario.run.events - built };
+        report.tcp = self.net.tcp_counters();
+        report.tcp_source = "model".into();
+        let ports = self.net.switch_ports();
+        report.switch = SwitchStats { drops: ports.iter().map(|p| p.drops).sum(), ports };
+        report.wall_s = wall_s;
+        report.sim_events_per_s = Some(if wall_s > 0.0 { self.built as f64 / wall_s } else { 0.0 });
+        report.sim_work = Some(SimWork {
+            scheduler_events: self.q.popped(),
+            packets: self.net.packets(),
+            simulated_s: self.q.now() as f64 / NS_PER_S as f64,
+            connections: self.net.connections() as u64,
+            connection_bytes: self.net.connection_bytes() as u64,
+        });
+        let bps = |b: u64| if duration > 0.0 { b as f64 * 8.0 / duration } else { 0.0 };
+        let per_node: Vec<(f64, f64)> = self.sent.iter().zip(&self.received).map(|(&s, &r)| (bps(s), bps(r))).collect();
+        report.pipe = Some(PipeStats {
+            nodes: self.pipe.nodes,
+            scheduler: self.pipe.scheduler.name().into(),
+            parallel_transfers: self.pipe.parallel_transfers,
+            send_bps: Spread::of(&per_node.iter().map(|p| p.0).collect::<Vec<_>>()),
+            recv_bps: Spread::of(&per_node.iter().map(|p| p.1).collect::<Vec<_>>()),
+            per_node,
+        });
+        self.records.sort_unstable_by_key(|r| r.event);
+        SimOutput { report, events: self.records }
+    }
+}
