@@ -19,12 +19,26 @@ fn the_printed_farm_section_uncommented_is_the_farm_default() {
     let block: String = DEFAULT_SCENARIO_TOML
         .lines()
         .skip_while(|l| *l != "# [farm]")
+        .take_while(|l| !l.is_empty())
         .filter_map(|l| l.strip_prefix("# "))
         .filter(|l| !l.starts_with(' '))
         .map(|l| format!("{l}\n"))
         .collect();
     let s = parse_str(&format!("[network]\ntopology = \"star\"\n{block}"), "farm", &[]).unwrap();
     assert_eq!(s.farm, Some(daqnet_core::scenario::Farm::default()));
+}
+
+#[test]
+fn the_printed_pipe_section_uncommented_is_the_pipe_default() {
+    let block: String = DEFAULT_SCENARIO_TOML
+        .lines()
+        .skip_while(|l| *l != "# [pipe]")
+        .filter_map(|l| l.strip_prefix("# "))
+        .filter(|l| !l.starts_with(' '))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let s = parse_str(&format!("[network]\ntopology = \"star\"\n{block}"), "pipe", &[]).unwrap();
+    assert_eq!(s.pipe, Some(daqnet_core::scenario::Pipe::default()));
 }
 
 #[test]

@@ -32,6 +32,8 @@ enum PipeEv {
     Built { node: NodeId, event: EventId },
     /// A builder unit's pull of its own node's fragment.
     Local { node: NodeId, event: EventId },
+    /// A readout unit has served a pull on connection `conn`: its fragment leaves.
+    Serve { conn: ConnId, event: EventId },
 }
 
 struct PipeWorld<'a> {
@@ -150,6 +152,7 @@ impl<'a> PipeWorld<'a> {
                 // Not counted in the node's bandwidth: it crosses no link.
                 self.on_fragment(node, ReadoutId(node.0), event, self.pipe.fragment_bytes);
             }
+            Ev::App(PipeEv::Serve { conn, event }) => self.serve(conn, event),
             Ev::App(PipeEv::Built { node, event }) => {
                 if let Err(e) = self.em.on_built(node, event) {
                     panic!("simulator bookkeeping error: {e}");
@@ -162,14 +165,21 @@ impl<'a> PipeWorld<'a> {
     fn on_message(&mut self, c: ConnId, msg: Msg) {
         let (b, r) = self.ends(c);
         match msg {
-            // A readout unit always has its fragments: it answers a pull at once.
-            Msg::Pull { event } => {
-                let bytes = self.pipe.fragment_bytes;
-                self.count(b, r, event, bytes);
-                self.net.send(&mut self.q, c, End::Acceptor, bytes, Msg::Fragment { event, bytes });
+            // A readout unit always has its fragments: it answers a pull after its service time.
+            Msg::Pull { event } if self.pipe.readout_service_ns > 0 => {
+                let at = self.q.now() + self.pipe.readout_service_ns;
+                self.q.schedule(at, Ev::App(PipeEv::Serve { conn: c, event }));
             }
+            Msg::Pull { event } => self.serve(c, event),
             Msg::Fragment { event, bytes } => self.on_fragment(b, r, event, bytes),
         }
+    }
+
+    fn serve(&mut self, c: ConnId, event: EventId) {
+        let (b, r) = self.ends(c);
+        let bytes = self.pipe.fragment_bytes;
+        self.count(b, r, event, bytes);
+        self.net.send(&mut self.q, c, End::Acceptor, bytes, Msg::Fragment { event, bytes });
     }
 
     /// Counts a measured fragment of `event` from readout unit `r` to builder unit `b`.

@@ -117,4 +117,17 @@ run_id = 0                   # in every hello; a peer of another run is refused 
 # pipe_bytes = "128KiB"        # round_robin, push: event bytes on a connection before a send blocks
 # sfc_link_bps = "1G"
 # worker_link_bps = "100M"
+
+# DAQPIPE's event building ([LHCB-DAQPIPE] §VI) in place of the event builder of [system]:
+# uncomment [pipe] (network.topology must be "star"). Simulator only for now.
+# [pipe]
+# nodes = 4                    # nodes, each a readout unit and a builder unit (full duplex)
+# fragment_bytes = "1MB"       # each readout unit's fragment of one event
+# scheduler = "round_robin"    # round_robin: at most parallel_transfers pulls out | simple: all at once
+# parallel_transfers = 28      # pulls a builder unit keeps outstanding
+# credits_per_builder = 2      # events a builder unit holds at once
+# request_bytes = 64           # size of a pull request
+# link_bps = "100G"            # every node's link
+# readout_service_ns = 0       # a readout unit's software time per pull before its fragment leaves
+# control_delay_ns = "10us"    # event manager <-> builder unit messages (off the data network)
 "#;

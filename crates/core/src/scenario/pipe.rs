@@ -30,6 +30,11 @@ pub struct Pipe {
     /// Line rate of every node's link, in bit/s.
     #[serde(deserialize_with = "de_bps")]
     pub link_bps: u64,
+    /// Software time a readout unit spends on each pull before its fragment leaves, in ns
+    /// ([LHCB-DAQPIPE] §VI: "some internal operations are required between two
+    /// communications", which parallel transfers exist to hide). 0: none.
+    #[serde(deserialize_with = "de_ns")]
+    pub readout_service_ns: u64,
     /// One-way latency of event-manager messages (assignments, built events), which are tiny
     /// and not put on the data network, in ns.
     #[serde(deserialize_with = "de_ns")]
@@ -75,6 +80,7 @@ impl Default for Pipe {
             credits_per_builder: 2,
             request_bytes: 64,
             link_bps: 100_000_000_000,
+            readout_service_ns: 0,
             control_delay_ns: 10_000,
         }
     }
