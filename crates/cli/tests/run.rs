@@ -1,28 +1,13 @@
 //! The real event builder end to end on loopback: every role a process, real TCP sockets.
 
 mod common;
-use common::{daqnet, out_dir, text};
+use common::{daqnet, out_dir, pid_of, report, serial, text, u};
 use daqnet_evb::role::SupervisorLine;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// One real run at a time: each starts up to 34 processes, and on a 2-core machine runs in
-/// parallel would starve each other's heartbeats.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn report(dir: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).expect("report.json written")).unwrap()
-}
-
-fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
-}
 
 fn spawn(args: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_daqnet"))
@@ -49,21 +34,6 @@ fn wait_within(child: &mut Child, limit: Duration) -> (std::process::ExitStatus,
             panic!("still running after {limit:?}");
         }
         std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn pid_of(dir: &Path, role: &str) -> u32 {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(t) = std::fs::read_to_string(dir.join("roles.json")) {
-            if let Ok(v) = serde_json::from_str::<Value>(&t) {
-                if let Some(p) = v.as_array().unwrap().iter().find(|p| p["role"] == role) {
-                    return u(&p["pid"]) as u32;
-                }
-            }
-        }
-        assert!(Instant::now() < deadline, "roles.json never named {role}");
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

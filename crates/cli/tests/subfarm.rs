@@ -2,25 +2,10 @@
 //! processes, each of the note's three implementations, and a worker killed mid-run.
 
 mod common;
-use common::{daqnet, out_dir, text};
-use serde_json::Value;
-use std::path::{Path, PathBuf};
+use common::{daqnet, out_dir, pid_of, report, serial, text, u};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// One run at a time: each starts 21 processes on a 2-core machine.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn report(dir: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).expect("report.json written")).unwrap()
-}
-
-fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
-}
 
 #[test]
 fn each_implementation_hands_out_every_event_once_and_evenly() {
@@ -73,21 +58,6 @@ fn tokens_keep_processing_workers_busy_for_real() {
     let idle = r["farm"]["idle_fraction"].as_f64().unwrap();
     assert!(rate >= 0.90 * 526.0, "{rate} events/s");
     assert!(idle <= 0.10, "idle {idle}");
-}
-
-fn pid_of(dir: &Path, role: &str) -> u32 {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(t) = std::fs::read_to_string(dir.join("roles.json")) {
-            if let Ok(v) = serde_json::from_str::<Value>(&t) {
-                if let Some(p) = v.as_array().unwrap().iter().find(|p| p["role"] == role) {
-                    return u(&p["pid"]) as u32;
-                }
-            }
-        }
-        assert!(Instant::now() < deadline, "roles.json never named {role}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]

@@ -14,31 +14,23 @@ fn printed_default_is_the_default() {
     assert_eq!(parsed, Scenario::default().with_defaults());
 }
 
-#[test]
-fn the_printed_farm_section_uncommented_is_the_farm_default() {
+/// The commented-out `[section]` of the printed default, uncommented, on a star.
+fn printed_section(section: &str) -> Scenario {
     let block: String = DEFAULT_SCENARIO_TOML
         .lines()
-        .skip_while(|l| *l != "# [farm]")
+        .skip_while(|l| *l != format!("# [{section}]"))
         .take_while(|l| !l.is_empty())
         .filter_map(|l| l.strip_prefix("# "))
         .filter(|l| !l.starts_with(' '))
         .map(|l| format!("{l}\n"))
         .collect();
-    let s = parse_str(&format!("[network]\ntopology = \"star\"\n{block}"), "farm", &[]).unwrap();
-    assert_eq!(s.farm, Some(daqnet_core::scenario::Farm::default()));
+    parse_str(&format!("[network]\ntopology = \"star\"\n{block}"), section, &[]).unwrap()
 }
 
 #[test]
-fn the_printed_pipe_section_uncommented_is_the_pipe_default() {
-    let block: String = DEFAULT_SCENARIO_TOML
-        .lines()
-        .skip_while(|l| *l != "# [pipe]")
-        .filter_map(|l| l.strip_prefix("# "))
-        .filter(|l| !l.starts_with(' '))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    let s = parse_str(&format!("[network]\ntopology = \"star\"\n{block}"), "pipe", &[]).unwrap();
-    assert_eq!(s.pipe, Some(daqnet_core::scenario::Pipe::default()));
+fn the_printed_farm_and_pipe_sections_uncommented_are_their_defaults() {
+    assert_eq!(printed_section("farm").farm, Some(daqnet_core::scenario::Farm::default()));
+    assert_eq!(printed_section("pipe").pipe, Some(daqnet_core::scenario::Pipe::default()));
 }
 
 #[test]

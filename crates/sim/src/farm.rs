@@ -9,14 +9,13 @@
 
 use crate::engine::EventQueue;
 use crate::net::fabric::Fabric;
-use crate::sockets::{End, Ev, Sockets};
+use crate::sockets::{run, Dataflow, End, Ev, Sockets};
 use crate::tcp::TcpParams;
 use crate::world::{SimOptions, SimOutput};
 use daqnet_core::farm::{Dispatcher, DispatcherOutput, FarmError, FarmTally, Token, Worker, WorkerOutput};
-use daqnet_core::report::{SimWork, SwitchStats};
+use daqnet_core::report::SwitchStats;
 use daqnet_core::scenario::{Dispatch, Farm, Implementation, Rate};
 use daqnet_core::{ConnId, EventId, Nanos, Scenario, WorkerId, NS_PER_S};
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 #[derive(Debug, Clone, Copy)]
@@ -55,24 +54,39 @@ struct FarmWorld<'a> {
 pub fn simulate(scenario: &Scenario, origin: &str, opts: SimOptions) -> SimOutput {
     let wall = Instant::now();
     let mut w = FarmWorld::new(scenario, opts);
-    let limit = (scenario.run.time_limit_s * NS_PER_S as f64) as Nanos;
-    let stop = w.opts.stop;
-    let mut interrupted = false;
     w.start();
-    while !w.tally.finished() {
-        if w.q.popped().is_multiple_of(1 << 16) && stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
-            interrupted = true;
-            break;
-        }
-        let Some((now, ev)) = w.q.pop() else { break };
-        if now > limit {
-            break;
-        }
-        w.dispatch(ev);
-    }
+    let stop = w.opts.stop;
+    let interrupted = run(&mut w, scenario.run.time_limit_s, stop);
     let mut out = w.report(scenario, origin, wall.elapsed().as_secs_f64());
     out.report.interrupted = interrupted;
     out
+}
+
+impl Dataflow for FarmWorld<'_> {
+    type Msg = Msg;
+    type App = FarmEv;
+
+    fn parts(&mut self) -> (&mut Sockets<Msg>, &mut EventQueue<Ev<FarmEv>>) {
+        (&mut self.net, &mut self.q)
+    }
+
+    fn finished(&self) -> bool {
+        self.tally.finished()
+    }
+
+    fn on_message(&mut self, c: ConnId, msg: Msg) {
+        self.handle_message(c, msg);
+    }
+
+    fn on_app(&mut self, ev: FarmEv) {
+        match ev {
+            FarmEv::Generate => self.generate(),
+            FarmEv::WorkerWake(w) => {
+                self.workers[w.index()].on_wake(self.q.now());
+                self.drain_worker(w);
+            }
+        }
+    }
 }
 
 impl<'a> FarmWorld<'a> {
@@ -128,26 +142,7 @@ impl<'a> FarmWorld<'a> {
         self.drain_sfc();
     }
 
-    fn dispatch(&mut self, ev: Ev<FarmEv>) {
-        match ev {
-            Ev::Arrive { port } => {
-                if let Some(rx) = self.net.arrive(&mut self.q, port) {
-                    while let Some(msg) = self.net.next_message(&rx) {
-                        self.on_message(rx.conn, msg);
-                    }
-                    self.net.pump(&mut self.q, rx.conn, rx.end);
-                }
-            }
-            Ev::Tcp { ep } => self.net.on_timer(&mut self.q, ep),
-            Ev::App(FarmEv::Generate) => self.generate(),
-            Ev::App(FarmEv::WorkerWake(w)) => {
-                self.workers[w.index()].on_wake(self.q.now());
-                self.drain_worker(w);
-            }
-        }
-    }
-
-    fn on_message(&mut self, c: ConnId, msg: Msg) {
+    fn handle_message(&mut self, c: ConnId, msg: Msg) {
         let now = self.q.now();
         let w = WorkerId(c.0);
         match msg {
@@ -270,13 +265,7 @@ impl<'a> FarmWorld<'a> {
         report.switch = SwitchStats { drops: ports.iter().map(|p| p.drops).sum(), ports };
         report.wall_s = wall_s;
         report.sim_events_per_s = Some(if wall_s > 0.0 { built as f64 / wall_s } else { 0.0 });
-        report.sim_work = Some(SimWork {
-            scheduler_events: self.q.popped(),
-            packets: self.net.packets(),
-            simulated_s: simulated as f64 / NS_PER_S as f64,
-            connections: self.net.connections() as u64,
-            connection_bytes: self.net.connection_bytes() as u64,
-        });
+        report.sim_work = Some(self.net.work(&self.q));
         SimOutput { report, events }
     }
 }

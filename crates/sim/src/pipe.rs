@@ -8,14 +8,13 @@
 
 use crate::engine::EventQueue;
 use crate::net::fabric::Fabric;
-use crate::sockets::{End, Ev, Sockets};
+use crate::sockets::{run, Dataflow, End, Ev, Sockets};
 use crate::tcp::TcpParams;
 use crate::world::{SimOptions, SimOutput};
 use daqnet_core::pipe::{BuilderOutput, BuilderUnit, EventManager};
-use daqnet_core::report::{EventRecord, Measure, NotBuilt, PipeStats, RunReport, SimWork, Spread, SwitchStats, Track};
+use daqnet_core::report::{EventRecord, Measure, NotBuilt, PipeStats, RunReport, Spread, SwitchStats, Track};
 use daqnet_core::scenario::Pipe;
-use daqnet_core::{ConnId, EventId, Nanos, NodeId, PuId, ReadoutId, Scenario, NS_PER_S};
-use std::sync::atomic::Ordering;
+use daqnet_core::{ConnId, EventId, Nanos, NodeId, PuId, ReadoutId, Scenario};
 use std::time::Instant;
 
 #[derive(Debug, Clone, Copy)]
@@ -61,24 +60,49 @@ struct PipeWorld<'a> {
 pub fn simulate(scenario: &Scenario, origin: &str, opts: SimOptions) -> SimOutput {
     let wall = Instant::now();
     let mut w = PipeWorld::new(scenario, opts);
-    let limit = (scenario.run.time_limit_s * NS_PER_S as f64) as Nanos;
-    let stop = w.opts.stop;
-    let mut interrupted = false;
     w.assign();
-    while w.built < w.total {
-        if w.q.popped().is_multiple_of(1 << 16) && stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
-            interrupted = true;
-            break;
-        }
-        let Some((now, ev)) = w.q.pop() else { break };
-        if now > limit {
-            break;
-        }
-        w.dispatch(ev);
-    }
+    let stop = w.opts.stop;
+    let interrupted = run(&mut w, scenario.run.time_limit_s, stop);
     let mut out = w.report(scenario, origin, wall.elapsed().as_secs_f64());
     out.report.interrupted = interrupted;
     out
+}
+
+impl Dataflow for PipeWorld<'_> {
+    type Msg = Msg;
+    type App = PipeEv;
+
+    fn parts(&mut self) -> (&mut Sockets<Msg>, &mut EventQueue<Ev<PipeEv>>) {
+        (&mut self.net, &mut self.q)
+    }
+
+    fn finished(&self) -> bool {
+        self.built >= self.total
+    }
+
+    fn on_message(&mut self, c: ConnId, msg: Msg) {
+        self.handle_message(c, msg);
+    }
+
+    fn on_app(&mut self, ev: PipeEv) {
+        match ev {
+            PipeEv::Assign { node, event } => {
+                self.builders[node.index()].on_assign(event);
+                self.drain_builder(node);
+            }
+            PipeEv::Local { node, event } => {
+                // Not counted in the node's bandwidth: it crosses no link.
+                self.on_fragment(node, ReadoutId(node.0), event, self.pipe.fragment_bytes);
+            }
+            PipeEv::Serve { conn, event } => self.serve(conn, event),
+            PipeEv::Built { node, event } => {
+                if let Err(e) = self.em.on_built(node, event) {
+                    panic!("simulator bookkeeping error: {e}");
+                }
+                self.assign();
+            }
+        }
+    }
 }
 
 impl<'a> PipeWorld<'a> {
@@ -133,36 +157,7 @@ impl<'a> PipeWorld<'a> {
         }
     }
 
-    fn dispatch(&mut self, ev: Ev<PipeEv>) {
-        match ev {
-            Ev::Arrive { port } => {
-                if let Some(rx) = self.net.arrive(&mut self.q, port) {
-                    while let Some(msg) = self.net.next_message(&rx) {
-                        self.on_message(rx.conn, msg);
-                    }
-                    self.net.pump(&mut self.q, rx.conn, rx.end);
-                }
-            }
-            Ev::Tcp { ep } => self.net.on_timer(&mut self.q, ep),
-            Ev::App(PipeEv::Assign { node, event }) => {
-                self.builders[node.index()].on_assign(event);
-                self.drain_builder(node);
-            }
-            Ev::App(PipeEv::Local { node, event }) => {
-                // Not counted in the node's bandwidth: it crosses no link.
-                self.on_fragment(node, ReadoutId(node.0), event, self.pipe.fragment_bytes);
-            }
-            Ev::App(PipeEv::Serve { conn, event }) => self.serve(conn, event),
-            Ev::App(PipeEv::Built { node, event }) => {
-                if let Err(e) = self.em.on_built(node, event) {
-                    panic!("simulator bookkeeping error: {e}");
-                }
-                self.assign();
-            }
-        }
-    }
-
-    fn on_message(&mut self, c: ConnId, msg: Msg) {
+    fn handle_message(&mut self, c: ConnId, msg: Msg) {
         let (b, r) = self.ends(c);
         match msg {
             // A readout unit always has its fragments: it answers a pull after its service time.
@@ -242,13 +237,7 @@ impl<'a> PipeWorld<'a> {
         report.switch = SwitchStats { drops: ports.iter().map(|p| p.drops).sum(), ports };
         report.wall_s = wall_s;
         report.sim_events_per_s = Some(if wall_s > 0.0 { self.built as f64 / wall_s } else { 0.0 });
-        report.sim_work = Some(SimWork {
-            scheduler_events: self.q.popped(),
-            packets: self.net.packets(),
-            simulated_s: self.q.now() as f64 / NS_PER_S as f64,
-            connections: self.net.connections() as u64,
-            connection_bytes: self.net.connection_bytes() as u64,
-        });
+        report.sim_work = Some(self.net.work(&self.q));
         let bps = |b: u64| if duration > 0.0 { b as f64 * 8.0 / duration } else { 0.0 };
         let per_node: Vec<(f64, f64)> = self.sent.iter().zip(&self.received).map(|(&s, &r)| (bps(s), bps(r))).collect();
         report.pipe = Some(PipeStats {

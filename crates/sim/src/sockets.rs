@@ -12,10 +12,11 @@ use crate::net::fabric::{Fabric, Vertex};
 use crate::net::port::{offer, Admission};
 use crate::net::wire::{frame_bytes, sack_option_bytes};
 use crate::tcp::{AckUrgency, Endpoint, TcpParams, Transmission};
-use daqnet_core::report::{PortStats, TcpCounters};
+use daqnet_core::report::{PortStats, SimWork, TcpCounters};
 use daqnet_core::workload::mix;
-use daqnet_core::{ConnId, Nanos, Side};
+use daqnet_core::{ConnId, Nanos, Side, NS_PER_S};
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// An event of a simulation: the socket layer's, or the dataflow's own (`A`).
 #[derive(Debug, Clone, Copy)]
@@ -32,6 +33,62 @@ pub enum Ev<A> {
     },
     /// The dataflow's event.
     App(A),
+}
+
+/// A simulated dataflow over the socket layer: what the shared run loop ([`run`]) needs of it.
+pub trait Dataflow {
+    /// What its connections carry.
+    type Msg: Copy;
+    /// Its own events.
+    type App: Copy;
+    /// Its sockets and its event queue.
+    fn parts(&mut self) -> (&mut Sockets<Self::Msg>, &mut EventQueue<Ev<Self::App>>);
+    /// Every event it was to build is done (or lost).
+    fn finished(&self) -> bool;
+    /// A message arrived whole on connection `c` (at the end that did not send it).
+    fn on_message(&mut self, c: ConnId, msg: Self::Msg);
+    /// One of its own events is due.
+    fn on_app(&mut self, ev: Self::App);
+
+    /// Handles one event: a frame arriving (a host's messages go to [`Dataflow::on_message`],
+    /// then the receiving end answers), a TCP timer, or its own.
+    fn dispatch(&mut self, ev: Ev<Self::App>) {
+        match ev {
+            Ev::Arrive { port } => {
+                let (net, q) = self.parts();
+                let Some(rx) = net.arrive(q, port) else { return };
+                while let Some(msg) = self.parts().0.next_message(&rx) {
+                    self.on_message(rx.conn, msg);
+                }
+                let (net, q) = self.parts();
+                net.pump(q, rx.conn, rx.end);
+            }
+            Ev::Tcp { ep } => {
+                let (net, q) = self.parts();
+                net.on_timer(q, ep);
+            }
+            Ev::App(a) => self.on_app(a),
+        }
+    }
+}
+
+/// Runs `flow` until it is finished, its queue runs dry or passes `limit_s` simulated
+/// seconds, or `stop` is set; returns whether `stop` ended it.
+pub fn run<D: Dataflow>(flow: &mut D, limit_s: f64, stop: Option<&AtomicBool>) -> bool {
+    let limit = (limit_s * NS_PER_S as f64) as Nanos;
+    while !flow.finished() {
+        let q = flow.parts().1;
+        // A relaxed load every 2^16 scheduler events costs nothing measurable.
+        if q.popped().is_multiple_of(1 << 16) && stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+            return true;
+        }
+        let Some((now, ev)) = q.pop() else { break };
+        if now > limit {
+            break;
+        }
+        flow.dispatch(ev);
+    }
+    false
 }
 
 /// An end of a connection: the one that opened it (an event builder's collector, a sub-farm
@@ -384,18 +441,15 @@ impl<M: Copy> Sockets<M> {
             .collect()
     }
 
-    /// Packets created (data segments, ACKs, requests).
-    pub fn packets(&self) -> u64 {
-        self.packets
-    }
-
-    /// Connections.
-    pub fn connections(&self) -> usize {
-        self.conns.len()
-    }
-
-    /// Bytes of all connections' state.
-    pub fn connection_bytes(&self) -> usize {
-        self.conns.iter().map(Conn::bytes).sum()
+    /// The simulator's work for a report: scheduler events of `q`, packets created, simulated
+    /// time, connections and the bytes of their state.
+    pub fn work<A>(&self, q: &EventQueue<Ev<A>>) -> SimWork {
+        SimWork {
+            scheduler_events: q.popped(),
+            packets: self.packets,
+            simulated_s: q.now() as f64 / NS_PER_S as f64,
+            connections: self.conns.len() as u64,
+            connection_bytes: self.conns.iter().map(Conn::bytes).sum::<usize>() as u64,
+        }
     }
 }

@@ -3,17 +3,17 @@
 
 use crate::engine::EventQueue;
 use crate::net::fabric::Fabric;
-use crate::sockets::{End, Ev, SegmentDrop, Sockets};
+use crate::sockets::{run, Dataflow, End, Ev, SegmentDrop, Sockets};
 use crate::tcp::TcpParams;
 use daqnet_core::dataflow::{
     startup_order, BuiltEvent, DataRequest, DataResponse, Node, NodeInput, NodeOutput, PuOutput, ReadoutUnit,
     Supervisor,
 };
-use daqnet_core::report::{EventRecord, Measure, NotBuilt, RunReport, SimWork, SwitchStats, Track};
+use daqnet_core::report::{EventRecord, Measure, NotBuilt, RunReport, SwitchStats, Track};
 use daqnet_core::workload::FragmentSizes;
-use daqnet_core::{ConnId, EventId, Layout, Nanos, NodeId, PuId, ReadoutId, Scenario, Side, NS_PER_S};
+use daqnet_core::{ConnId, EventId, Layout, Nanos, NodeId, PuId, ReadoutId, Scenario, Side};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 /// Drop one data segment on purpose (fault injection for tests and what-if studies): the
@@ -96,25 +96,33 @@ struct World<'a> {
 pub fn simulate(scenario: &Scenario, origin: &str, opts: SimOptions) -> SimOutput {
     let wall = Instant::now();
     let mut w = World::new(scenario, opts);
-    let limit = (scenario.run.time_limit_s * NS_PER_S as f64) as Nanos;
-    let stop = w.opts.stop;
-    let mut interrupted = false;
     w.start();
-    while w.built < w.total {
-        // A relaxed load every 2^16 scheduler events costs nothing measurable.
-        if w.q.popped().is_multiple_of(1 << 16) && stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
-            interrupted = true;
-            break;
-        }
-        let Some((now, ev)) = w.q.pop() else { break };
-        if now > limit {
-            break;
-        }
-        w.dispatch(ev);
-    }
+    let stop = w.opts.stop;
+    let interrupted = run(&mut w, scenario.run.time_limit_s, stop);
     let mut out = w.report(scenario, origin, wall.elapsed().as_secs_f64());
     out.report.interrupted = interrupted;
     out
+}
+
+impl Dataflow for World<'_> {
+    type Msg = AppMsg;
+    type App = AppEv;
+
+    fn parts(&mut self) -> (&mut Sockets<AppMsg>, &mut EventQueue<Ev<AppEv>>) {
+        (&mut self.net, &mut self.q)
+    }
+
+    fn finished(&self) -> bool {
+        self.built >= self.total
+    }
+
+    fn on_message(&mut self, c: ConnId, msg: AppMsg) {
+        self.handle_message(c, msg);
+    }
+
+    fn on_app(&mut self, ev: AppEv) {
+        self.on_app_event(ev);
+    }
 }
 
 impl<'a> World<'a> {
@@ -167,21 +175,6 @@ impl<'a> World<'a> {
         // Every unit starts waiting for work; the supervisor hears of them after the control delay.
         for pu in startup_order(self.seed, self.layout.total_pus()) {
             self.q.schedule(self.control_delay, Ev::App(AppEv::Ready { pu }));
-        }
-    }
-
-    fn dispatch(&mut self, ev: Ev<AppEv>) {
-        match ev {
-            Ev::Arrive { port } => {
-                if let Some(rx) = self.net.arrive(&mut self.q, port) {
-                    while let Some(msg) = self.net.next_message(&rx) {
-                        self.on_message(rx.conn, msg);
-                    }
-                    self.net.pump(&mut self.q, rx.conn, rx.end);
-                }
-            }
-            Ev::Tcp { ep } => self.net.on_timer(&mut self.q, ep),
-            Ev::App(ev) => self.on_app_event(ev),
         }
     }
 
@@ -262,7 +255,7 @@ impl<'a> World<'a> {
         }
     }
 
-    fn on_message(&mut self, c: ConnId, msg: AppMsg) {
+    fn handle_message(&mut self, c: ConnId, msg: AppMsg) {
         let now = self.q.now();
         match msg {
             AppMsg::Request(req) => {
@@ -294,13 +287,7 @@ impl<'a> World<'a> {
         report.switch = SwitchStats { drops: ports.iter().map(|p| p.drops).sum(), ports };
         report.wall_s = wall_s;
         report.sim_events_per_s = Some(if wall_s > 0.0 { self.built as f64 / wall_s } else { 0.0 });
-        report.sim_work = Some(SimWork {
-            scheduler_events: self.q.popped(),
-            packets: self.net.packets(),
-            simulated_s: self.q.now() as f64 / NS_PER_S as f64,
-            connections: self.net.connections() as u64,
-            connection_bytes: self.net.connection_bytes() as u64,
-        });
+        report.sim_work = Some(self.net.work(&self.q));
         self.records.sort_unstable_by_key(|r| r.event);
         SimOutput { report, events: self.records }
     }

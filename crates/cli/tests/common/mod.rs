@@ -41,3 +41,40 @@ pub fn out_dir(name: &str) -> OutDir {
     let _ = std::fs::remove_dir_all(&d);
     OutDir(d)
 }
+
+/// The pid of `role` from the run folder's `roles.json`, waiting up to 20 s for it to appear.
+#[allow(dead_code)] // not every test binary kills a role
+pub fn pid_of(dir: &std::path::Path, role: &str) -> u32 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        if let Ok(t) = std::fs::read_to_string(dir.join("roles.json")) {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&t) {
+                if let Some(p) = v.as_array().unwrap().iter().find(|p| p["role"] == role) {
+                    return p["pid"].as_u64().expect("a pid") as u32;
+                }
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "roles.json never named {role}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// One run at a time in this test binary: each run starts tens of processes, and on a 2-core
+/// machine runs in parallel would starve each other's heartbeats.
+#[allow(dead_code)]
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The report a run wrote into `dir`.
+#[allow(dead_code)]
+pub fn report(dir: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).expect("report.json written")).unwrap()
+}
+
+/// A report's count.
+#[allow(dead_code)]
+pub fn u(v: &serde_json::Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
