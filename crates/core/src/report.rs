@@ -308,6 +308,11 @@ pub struct PipeStats {
     pub recv_bps: Spread,
     /// Per node: (send, receive) bit/s.
     pub per_node: Vec<(f64, f64)>,
+    /// Fragment payload a node receives from the others in steady state, bit/s: from the
+    /// rate at which the middle 80 % of the measured events were built (the run's start and
+    /// end, when not every builder pulls, left out) — the figure to compare across sizes
+    /// ([LHCB-DAQPIPE] Fig. 8's scalability ratio).
+    pub steady_recv_bps: f64,
 }
 
 /// Minimum, maximum, mean and coefficient of variation of a quantity over workers (or nodes).

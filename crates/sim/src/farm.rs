@@ -97,7 +97,7 @@ impl<'a> FarmWorld<'a> {
         let hosts = std::iter::once(("sfc".to_string(), farm.sfc_link_bps))
             .chain((0..n).map(|w| (format!("worker{w}"), farm.worker_link_bps)))
             .collect();
-        let fabric = Fabric::star(net, hosts);
+        let fabric = Fabric::of_hosts(net, hosts);
         let params = TcpParams::from_config(&net.tcp, net.mss_bytes());
         let sockets = Sockets::new(fabric, &params, (0..n).map(|w| (w + 1, 0)));
         let capacity = (farm.implementation == Implementation::V1).then_some(farm.event_queue_events as usize);

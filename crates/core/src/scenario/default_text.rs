@@ -119,7 +119,7 @@ run_id = 0                   # in every hello; a peer of another run is refused 
 # worker_link_bps = "100M"
 
 # DAQPIPE's event building ([LHCB-DAQPIPE] §VI) in place of the event builder of [system]:
-# uncomment [pipe] (network.topology must be "star"). Simulator only for now.
+# uncomment [pipe] (on a star, or a leaf-spine: "two_tier" with racks of nodes). Simulator only for now.
 # [pipe]
 # nodes = 4                    # nodes, each a readout unit and a builder unit (full duplex)
 # fragment_bytes = "1MB"       # each readout unit's fragment of one event

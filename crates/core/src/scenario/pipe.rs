@@ -4,8 +4,10 @@
 use crate::units::{de_bps, de_bytes, de_bytes_u32, de_ns};
 use serde::{Deserialize, Serialize};
 
-/// `[pipe]`: when present, the scenario is a DAQPIPE event builder on the star switch of
-/// `[network.switch]` instead of the event builder of `[system]`.
+/// `[pipe]`: when present, the scenario is a DAQPIPE event builder instead of the event
+/// builder of `[system]`: on the star switch of `[network.switch]`, or on a leaf-spine
+/// (`topology = "two_tier"`: racks of `[network.rack_switch] hosts` nodes, each leaf with one
+/// uplink to every spine of `[network.core]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Pipe {

@@ -352,10 +352,4 @@ fn validate_pipe(p: &mut Problems, pipe: &Pipe, sc: &Scenario) {
         positive(p, "pipe.parallel_transfers", pipe.parallel_transfers as u64);
     }
     need(p, sc.farm.is_none(), "pipe", "and [farm] are both set; a scenario runs one of them".to_string());
-    need(
-        p,
-        sc.network.topology == Topology::Star,
-        "network.topology",
-        "is \"two_tier\"; a pipe ([pipe]) runs on one switch for now: set topology = \"star\"".to_string(),
-    );
 }

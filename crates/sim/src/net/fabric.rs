@@ -97,10 +97,10 @@ impl Fabric {
         Self::assemble(net, hosts, readout_units)
     }
 
-    /// A star (`net.topology` must be `star`) joining `hosts`, given as (name, link rate in
-    /// bit/s) and numbered in order.
-    pub fn star(net: &Network, hosts: Vec<(String, u64)>) -> Fabric {
-        assert_eq!(net.topology, Topology::Star, "Fabric::star needs a star network");
+    /// The fabric of `net` joining `hosts`, given as (name, link rate in bit/s) and numbered
+    /// in order: on a star, one switch; on a two-tier network, racks of `rack_switch.hosts`
+    /// consecutive hosts under the core routers (a leaf-spine).
+    pub fn of_hosts(net: &Network, hosts: Vec<(String, u64)>) -> Fabric {
         Self::assemble(net, hosts, 0)
     }
 
