@@ -311,8 +311,11 @@ pub struct PipeStats {
     /// Fragment payload a node receives from the others in steady state, bit/s: from the
     /// rate at which the middle 80 % of the measured events were built (the run's start and
     /// end, when not every builder pulls, left out) — the figure to compare across sizes
-    /// ([LHCB-DAQPIPE] Fig. 8's scalability ratio).
+    /// ([LHCB-DAQPIPE] Fig. 8's scalability ratio). A run of fewer than four rounds (events
+    /// in flight) has no steady state: then the mean of `per_node`'s receive bandwidths.
     pub steady_recv_bps: f64,
+    /// Whether `steady_recv_bps` is the steady-state figure (else the run was too short).
+    pub steady_state: bool,
 }
 
 /// Minimum, maximum, mean and coefficient of variation of a quantity over workers (or nodes).

@@ -232,21 +232,24 @@ impl<'a> PipeWorld<'a> {
     }
 
     /// A node's steady-state receive bandwidth: each event brings N − 1 remote fragments to
-    /// one of N nodes, at the rate the middle 80 % of the measured events were built.
-    fn steady_recv_bps(&mut self) -> f64 {
+    /// one of N nodes, at the rate the middle 80 % of the measured events were built. Only
+    /// a run of several rounds (at least four times the events in flight) has a steady state:
+    /// `None` otherwise.
+    fn steady_recv_bps(&mut self) -> Option<f64> {
         self.done.sort_unstable();
         let n = self.done.len();
+        let in_flight = self.pipe.nodes as usize * self.pipe.credits_per_builder as usize;
         let (a, b) = (n / 10, n * 9 / 10);
-        if b <= a + 1 || self.done[b - 1] == self.done[a] {
-            return 0.0;
+        if n < 4 * in_flight || self.done[b - 1] == self.done[a] {
+            return None;
         }
         let rate = (b - 1 - a) as f64 / ((self.done[b - 1] - self.done[a]) as f64 / NS_PER_S as f64);
         let nodes = self.pipe.nodes as f64;
-        rate * (nodes - 1.0) * self.pipe.fragment_bytes as f64 * 8.0 / nodes
+        Some(rate * (nodes - 1.0) * self.pipe.fragment_bytes as f64 * 8.0 / nodes)
     }
 
     fn report(mut self, scenario: &Scenario, origin: &str, wall_s: f64) -> SimOutput {
-        let steady_recv_bps = self.steady_recv_bps();
+        let steady = self.steady_recv_bps();
         let measured = self.measure.finish();
         let duration = measured.duration_s;
         let built = measured.events_built;
@@ -261,14 +264,16 @@ impl<'a> PipeWorld<'a> {
         report.sim_work = Some(self.net.work(&self.q));
         let bps = |b: u64| if duration > 0.0 { b as f64 * 8.0 / duration } else { 0.0 };
         let per_node: Vec<(f64, f64)> = self.sent.iter().zip(&self.received).map(|(&s, &r)| (bps(s), bps(r))).collect();
+        let recv = Spread::of(&per_node.iter().map(|p| p.1).collect::<Vec<_>>());
         report.pipe = Some(PipeStats {
             nodes: self.pipe.nodes,
             scheduler: self.pipe.scheduler.name().into(),
             parallel_transfers: self.pipe.parallel_transfers,
             send_bps: Spread::of(&per_node.iter().map(|p| p.0).collect::<Vec<_>>()),
-            recv_bps: Spread::of(&per_node.iter().map(|p| p.1).collect::<Vec<_>>()),
+            steady_recv_bps: steady.unwrap_or(recv.mean),
+            steady_state: steady.is_some(),
+            recv_bps: recv,
             per_node,
-            steady_recv_bps,
         });
         self.records.sort_unstable_by_key(|r| r.event);
         SimOutput { report, events: self.records }

@@ -181,8 +181,9 @@ pub fn verdict(r: &daqnet_core::report::RunReport, sc: &Scenario, file: &str) ->
         let link = pipe.link_bps as f64 * sc.network.payload_share();
         return vec![
             format!(
-                "verdict: in steady state each node receives {:.1} Gb/s of fragments = {:.1} % of its link's payload \
-                 capacity ({:.1} Gb/s); {} drops, {} timeouts",
+                "verdict: {} each node receives {:.1} Gb/s of fragments = {:.1} % of its link's payload capacity \
+                 ({:.1} Gb/s); {} drops, {} timeouts",
+                if p.steady_state { "in steady state" } else { "over this short run (under four rounds)" },
                 p.steady_recv_bps / 1e9,
                 100.0 * p.steady_recv_bps / link,
                 link / 1e9,
