@@ -296,6 +296,9 @@ pub struct FarmStats {
 pub struct PipeStats {
     /// Nodes.
     pub nodes: u32,
+    /// `event_building` or a synthetic pattern.
+    #[serde(default)]
+    pub pattern: String,
     /// `round_robin` or `simple`.
     pub scheduler: String,
     /// Pulls a builder unit keeps outstanding (`round_robin`).
@@ -310,7 +313,8 @@ pub struct PipeStats {
     pub per_node: Vec<(f64, f64)>,
     /// Fragment payload a node receives from the others in steady state, bit/s: from the
     /// rate at which the middle 80 % of the measured events were built (the run's start and
-    /// end, when not every builder pulls, left out) — the figure to compare across sizes
+    /// end, when not every builder pulls, left out); in a synthetic pattern, data received
+    /// per receiving node — the figure to compare across sizes
     /// ([LHCB-DAQPIPE] Fig. 8's scalability ratio). A run of fewer than four rounds (events
     /// in flight) has no steady state: then the mean of `per_node`'s receive bandwidths.
     pub steady_recv_bps: f64,

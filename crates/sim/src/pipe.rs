@@ -13,14 +13,36 @@ use crate::tcp::TcpParams;
 use crate::world::{SimOptions, SimOutput};
 use daqnet_core::pipe::{BuilderOutput, BuilderUnit, EventManager};
 use daqnet_core::report::{EventRecord, Measure, NotBuilt, PipeStats, RunReport, Spread, SwitchStats, Track};
-use daqnet_core::scenario::Pipe;
+use daqnet_core::scenario::{Pipe, PipePattern};
 use daqnet_core::{ConnId, EventId, Nanos, NodeId, PuId, ReadoutId, Scenario, NS_PER_S};
 use std::time::Instant;
 
 #[derive(Debug, Clone, Copy)]
 enum Msg {
-    Pull { event: EventId },
-    Fragment { event: EventId, bytes: u64 },
+    Pull {
+        event: EventId,
+    },
+    Fragment {
+        event: EventId,
+        bytes: u64,
+    },
+    /// A synthetic pattern's message: data (`event` numbers the data messages) or, with no
+    /// event, a command or metadata message.
+    Synthetic {
+        event: Option<EventId>,
+        bytes: u64,
+        sent: Nanos,
+    },
+}
+
+/// A sending node of a synthetic pattern.
+#[derive(Debug, Clone, Default)]
+struct Stream {
+    destinations: Vec<u32>,
+    /// Position in `destinations` and in the pattern's message cycle.
+    next: usize,
+    phase: usize,
+    in_flight: u32,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -51,6 +73,11 @@ struct PipeWorld<'a> {
     received: Vec<u64>,
     /// When each measured event was built.
     done: Vec<Nanos>,
+    /// Synthetic patterns: each node's sending side, and the messages of its cycle.
+    streams: Vec<Stream>,
+    cycle: Vec<u64>,
+    /// Synthetic patterns: data messages sent so far.
+    generated: u64,
     warmup: u64,
     built: u64,
     total: u64,
@@ -62,7 +89,11 @@ struct PipeWorld<'a> {
 pub fn simulate(scenario: &Scenario, origin: &str, opts: SimOptions) -> SimOutput {
     let wall = Instant::now();
     let mut w = PipeWorld::new(scenario, opts);
-    w.assign();
+    if w.pipe.pattern == PipePattern::EventBuilding {
+        w.assign();
+    } else {
+        (0..w.pipe.nodes).for_each(|s| w.stream(s));
+    }
     let stop = w.opts.stop;
     let interrupted = run(&mut w, scenario.run.time_limit_s, stop);
     let mut out = w.report(scenario, origin, wall.elapsed().as_secs_f64());
@@ -127,6 +158,11 @@ impl<'a> PipeWorld<'a> {
             sent: vec![0; n as usize],
             received: vec![0; n as usize],
             done: Vec::new(),
+            streams: (0..n)
+                .map(|i| Stream { destinations: pipe.pattern.destinations(i, n), ..Default::default() })
+                .collect(),
+            cycle: pipe.pattern.cycle(pipe.message_bytes),
+            generated: 0,
             warmup: scenario.run.warmup_events,
             built: 0,
             total,
@@ -170,6 +206,43 @@ impl<'a> PipeWorld<'a> {
             }
             Msg::Pull { event } => self.serve(c, event),
             Msg::Fragment { event, bytes } => self.on_fragment(b, r, event, bytes),
+            // A synthetic message from node r (on its readout side) to node b.
+            Msg::Synthetic { event, bytes, sent } => {
+                self.streams[r.index()].in_flight -= 1;
+                if let Some(event) = event {
+                    self.count(b, r, event, bytes);
+                    self.on_built(b, event, bytes, sent, self.q.now());
+                }
+                self.stream(r.0);
+            }
+        }
+    }
+
+    /// Synthetic patterns: node `s` sends the next messages of its cycle while it has room in
+    /// flight and data messages remain to be sent.
+    fn stream(&mut self, s: u32) {
+        let m = self.pipe.messages_in_flight;
+        loop {
+            let st = &self.streams[s as usize];
+            let Some(&dest) = st.destinations.get(st.next) else { return };
+            let (phase, in_flight) = (st.phase, st.in_flight);
+            if in_flight >= m || (phase == 0 && self.generated >= self.total) {
+                return;
+            }
+            let event = (phase == 0).then(|| {
+                self.generated += 1;
+                EventId(self.generated - 1)
+            });
+            let bytes = self.cycle[phase];
+            let st = &mut self.streams[s as usize];
+            st.in_flight += 1;
+            st.phase = (phase + 1) % self.cycle.len();
+            if st.phase == 0 {
+                st.next = (st.next + 1) % st.destinations.len();
+            }
+            let c = self.conn(NodeId(dest), ReadoutId(s));
+            let sent = self.q.now();
+            self.net.send(&mut self.q, c, End::Acceptor, bytes, Msg::Synthetic { event, bytes, sent });
         }
     }
 
@@ -207,13 +280,17 @@ impl<'a> PipeWorld<'a> {
                     let bytes = self.pipe.request_bytes as u64;
                     self.net.send(&mut self.q, c, End::Opener, bytes, Msg::Pull { event });
                 }
-                BuilderOutput::Built { event, bytes } => self.on_built(b, event, bytes, now),
+                BuilderOutput::Built { event, bytes } => {
+                    let assigned = self.assigned[event.index()];
+                    self.q.schedule(now + self.pipe.control_delay_ns, Ev::App(PipeEv::Built { node: b, event }));
+                    self.on_built(b, event, bytes, assigned, now);
+                }
             }
         }
     }
 
-    fn on_built(&mut self, node: NodeId, event: EventId, bytes: u64, now: Nanos) {
-        let assigned = self.assigned[event.index()];
+    /// `event` (assigned, or for a synthetic message sent, at `assigned`) is complete at `node`.
+    fn on_built(&mut self, node: NodeId, event: EventId, bytes: u64, assigned: Nanos, now: Nanos) {
         let track = Track { event, pu: PuId(node.0), node, assigned, started: assigned, done: now, bytes };
         self.measure.record(&track);
         if event.0 >= self.warmup {
@@ -222,7 +299,6 @@ impl<'a> PipeWorld<'a> {
         if self.opts.record_events {
             self.records.push(track.record(self.warmup));
         }
-        self.q.schedule(now + self.pipe.control_delay_ns, Ev::App(PipeEv::Built { node, event }));
         self.built += 1;
         if self.built.is_multiple_of(self.progress_every) || self.built == self.total {
             if let Some(p) = self.opts.progress.as_mut() {
@@ -238,14 +314,27 @@ impl<'a> PipeWorld<'a> {
     fn steady_recv_bps(&mut self) -> Option<f64> {
         self.done.sort_unstable();
         let n = self.done.len();
-        let in_flight = self.pipe.nodes as usize * self.pipe.credits_per_builder as usize;
+        let senders = self.streams.iter().filter(|s| !s.destinations.is_empty()).count();
+        let in_flight = match self.pipe.pattern {
+            PipePattern::EventBuilding => self.pipe.nodes as usize * self.pipe.credits_per_builder as usize,
+            _ => senders * self.pipe.messages_in_flight as usize,
+        };
         let (a, b) = (n / 10, n * 9 / 10);
         if n < 4 * in_flight || self.done[b - 1] == self.done[a] {
             return None;
         }
         let rate = (b - 1 - a) as f64 / ((self.done[b - 1] - self.done[a]) as f64 / NS_PER_S as f64);
         let nodes = self.pipe.nodes as f64;
-        Some(rate * (nodes - 1.0) * self.pipe.fragment_bytes as f64 * 8.0 / nodes)
+        Some(match self.pipe.pattern {
+            PipePattern::EventBuilding => rate * (nodes - 1.0) * self.pipe.fragment_bytes as f64 * 8.0 / nodes,
+            // Spread over the nodes that receive.
+            p => {
+                let receivers = (0..self.pipe.nodes)
+                    .filter(|&d| (0..self.pipe.nodes).any(|s| p.destinations(s, self.pipe.nodes).contains(&d)))
+                    .count();
+                rate * self.pipe.message_bytes as f64 * 8.0 / receivers.max(1) as f64
+            }
+        })
     }
 
     fn report(mut self, scenario: &Scenario, origin: &str, wall_s: f64) -> SimOutput {
@@ -267,6 +356,7 @@ impl<'a> PipeWorld<'a> {
         let recv = Spread::of(&per_node.iter().map(|p| p.1).collect::<Vec<_>>());
         report.pipe = Some(PipeStats {
             nodes: self.pipe.nodes,
+            pattern: self.pipe.pattern.name().into(),
             scheduler: self.pipe.scheduler.name().into(),
             parallel_transfers: self.pipe.parallel_transfers,
             send_bps: Spread::of(&per_node.iter().map(|p| p.0).collect::<Vec<_>>()),

@@ -122,6 +122,9 @@ run_id = 0                   # in every hello; a peer of another run is refused 
 # uncomment [pipe] (on a star, or a leaf-spine: "two_tier" with racks of nodes). Simulator only for now.
 # [pipe]
 # nodes = 4                    # nodes, each a readout unit and a builder unit (full duplex)
+# pattern = "event_building"   # event_building | one_to_one | many_to_one | gather | gather_cmd | gather_cmd_meta
+# message_bytes = "1MB"        # synthetic patterns: a data message
+# messages_in_flight = 8       # synthetic patterns: messages a sender keeps in flight
 # fragment_bytes = "1MB"       # each readout unit's fragment of one event
 # scheduler = "round_robin"    # round_robin: at most parallel_transfers pulls out | simple: all at once
 # parallel_transfers = 28      # pulls a builder unit keeps outstanding

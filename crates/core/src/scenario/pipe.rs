@@ -14,6 +14,18 @@ pub struct Pipe {
     /// Nodes, each hosting a readout unit and a builder unit ([LHCB-DAQPIPE]: 500 planned,
     /// 14 measured).
     pub nodes: u32,
+    /// What the nodes exchange: `event_building` (DAQPIPE proper), or one of the synthetic
+    /// patterns without synchronisation of [LHCB-DAQPIPE] §V: `one_to_one` (each odd node
+    /// sends to the even node before it), `many_to_one` (every node sends to node 0),
+    /// `gather` (every node sends to all the others in turn), `gather_cmd` (gather's messages
+    /// each followed by a 64-byte command), `gather_cmd_meta` (and a 10 kB metadata message).
+    /// In a synthetic pattern an "event" is one data message delivered.
+    pub pattern: PipePattern,
+    /// Synthetic patterns: bytes of a data message (§V: 1 MB).
+    #[serde(deserialize_with = "de_bytes")]
+    pub message_bytes: u64,
+    /// Synthetic patterns: messages each sending node keeps in flight (sent, not yet received).
+    pub messages_in_flight: u32,
     /// Each readout unit's fragment of one event, in bytes.
     #[serde(deserialize_with = "de_bytes")]
     pub fragment_bytes: u64,
@@ -41,6 +53,60 @@ pub struct Pipe {
     /// and not put on the data network, in ns.
     #[serde(deserialize_with = "de_ns")]
     pub control_delay_ns: u64,
+}
+
+/// What the nodes of a pipe exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PipePattern {
+    /// DAQPIPE's event building: an event manager, builder units pulling from readout units.
+    EventBuilding,
+    /// Each odd node sends to the even node before it.
+    OneToOne,
+    /// Every node sends to node 0.
+    ManyToOne,
+    /// Every node sends to all the others in turn.
+    Gather,
+    /// Gather, each data message followed by a 64-byte command.
+    GatherCmd,
+    /// Gather, each data message followed by a 64-byte command and a 10 kB metadata message.
+    GatherCmdMeta,
+}
+
+impl PipePattern {
+    /// The name used in scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            PipePattern::EventBuilding => "event_building",
+            PipePattern::OneToOne => "one_to_one",
+            PipePattern::ManyToOne => "many_to_one",
+            PipePattern::Gather => "gather",
+            PipePattern::GatherCmd => "gather_cmd",
+            PipePattern::GatherCmdMeta => "gather_cmd_meta",
+        }
+    }
+
+    /// The messages a sending node sends to each destination in turn, in bytes: the data
+    /// message (`data`), then a command and metadata where the pattern has them.
+    pub fn cycle(self, data: u64) -> Vec<u64> {
+        match self {
+            PipePattern::GatherCmd => vec![data, 64],
+            PipePattern::GatherCmdMeta => vec![data, 64, 10_000],
+            _ => vec![data],
+        }
+    }
+
+    /// The nodes `node` sends to (of `nodes`), in its round-robin order.
+    pub fn destinations(self, node: u32, nodes: u32) -> Vec<u32> {
+        match self {
+            PipePattern::EventBuilding => Vec::new(),
+            PipePattern::OneToOne if node % 2 == 1 => vec![node - 1],
+            PipePattern::OneToOne => Vec::new(),
+            PipePattern::ManyToOne if node != 0 => vec![0],
+            PipePattern::ManyToOne => Vec::new(),
+            _ => (1..nodes).map(|k| (node + k) % nodes).collect(),
+        }
+    }
 }
 
 /// A builder unit's pull scheduler.
@@ -76,6 +142,9 @@ impl Default for Pipe {
     fn default() -> Self {
         Pipe {
             nodes: 4,
+            pattern: PipePattern::EventBuilding,
+            message_bytes: 1_000_000,
+            messages_in_flight: 8,
             fragment_bytes: 1_000_000,
             scheduler: PipeScheduler::RoundRobin,
             parallel_transfers: 28,

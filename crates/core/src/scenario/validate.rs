@@ -352,4 +352,8 @@ fn validate_pipe(p: &mut Problems, pipe: &Pipe, sc: &Scenario) {
         positive(p, "pipe.parallel_transfers", pipe.parallel_transfers as u64);
     }
     need(p, sc.farm.is_none(), "pipe", "and [farm] are both set; a scenario runs one of them".to_string());
+    if pipe.pattern != super::PipePattern::EventBuilding {
+        positive(p, "pipe.message_bytes", pipe.message_bytes);
+        positive(p, "pipe.messages_in_flight", pipe.messages_in_flight as u64);
+    }
 }
