@@ -13,7 +13,6 @@ use crate::sockets::{run, Dataflow, End, Ev, Sockets};
 use crate::tcp::TcpParams;
 use crate::world::{SimOptions, SimOutput};
 use daqnet_core::farm::{Dispatcher, DispatcherOutput, FarmError, FarmTally, Token, Worker, WorkerOutput};
-use daqnet_core::report::SwitchStats;
 use daqnet_core::scenario::{Dispatch, Farm, Implementation, Rate};
 use daqnet_core::{ConnId, EventId, Nanos, Scenario, WorkerId, NS_PER_S};
 use std::time::Instant;
@@ -47,7 +46,6 @@ struct FarmWorld<'a> {
     total: u64,
     tally: FarmTally,
     opts: SimOptions<'a>,
-    progress_every: u64,
 }
 
 /// Simulates the sub-farm of `scenario` (valid, defaults filled in, with `[farm]`).
@@ -114,7 +112,6 @@ impl<'a> FarmWorld<'a> {
             generated: 0,
             total,
             tally: FarmTally::new(n, scenario.run.warmup_events, total, opts.record_events),
-            progress_every: (total / 200).max(1),
             farm,
             opts,
         }
@@ -245,12 +242,7 @@ impl<'a> FarmWorld<'a> {
 
     fn on_done(&mut self, w: WorkerId, event: EventId, queued: Nanos, now: Nanos) {
         self.tally.on_done(w, event, self.farm.event_bytes, queued, now);
-        let built = self.tally.built();
-        if built.is_multiple_of(self.progress_every) || built == self.total {
-            if let Some(p) = self.opts.progress.as_mut() {
-                p(built, self.total);
-            }
-        }
+        self.opts.on_built(self.tally.built(), self.total);
     }
 
     fn report(self, scenario: &Scenario, origin: &str, wall_s: f64) -> SimOutput {
@@ -259,13 +251,7 @@ impl<'a> FarmWorld<'a> {
         let built = self.tally.built();
         let (mut report, events) =
             self.tally.report(("sim", origin, scenario), &self.farm, self.sfc.stats(), &busy, simulated);
-        report.tcp = self.net.tcp_counters();
-        report.tcp_source = "model".into();
-        let ports = self.net.switch_ports();
-        report.switch = SwitchStats { drops: ports.iter().map(|p| p.drops).sum(), ports };
-        report.wall_s = wall_s;
-        report.sim_events_per_s = Some(if wall_s > 0.0 { built as f64 / wall_s } else { 0.0 });
-        report.sim_work = Some(self.net.work(&self.q));
+        self.net.add_to_report(&mut report, &self.q, built, wall_s);
         SimOutput { report, events }
     }
 }

@@ -12,7 +12,7 @@ use crate::sockets::{run, Dataflow, End, Ev, Sockets};
 use crate::tcp::TcpParams;
 use crate::world::{SimOptions, SimOutput};
 use daqnet_core::pipe::{BuilderOutput, BuilderUnit, EventManager};
-use daqnet_core::report::{EventRecord, Measure, NotBuilt, PipeStats, RunReport, Spread, SwitchStats, Track};
+use daqnet_core::report::{EventRecord, Measure, NotBuilt, PipeStats, RunReport, Spread, Track};
 use daqnet_core::scenario::{Pipe, PipePattern};
 use daqnet_core::{ConnId, EventId, Nanos, NodeId, PuId, ReadoutId, Scenario, NS_PER_S};
 use std::time::Instant;
@@ -82,7 +82,6 @@ struct PipeWorld<'a> {
     built: u64,
     total: u64,
     opts: SimOptions<'a>,
-    progress_every: u64,
 }
 
 /// Simulates the DAQPIPE event builder of `scenario` (valid, defaults filled in, with `[pipe]`).
@@ -166,7 +165,6 @@ impl<'a> PipeWorld<'a> {
             warmup: scenario.run.warmup_events,
             built: 0,
             total,
-            progress_every: (total / 200).max(1),
             pipe,
             opts,
         }
@@ -300,11 +298,7 @@ impl<'a> PipeWorld<'a> {
             self.records.push(track.record(self.warmup));
         }
         self.built += 1;
-        if self.built.is_multiple_of(self.progress_every) || self.built == self.total {
-            if let Some(p) = self.opts.progress.as_mut() {
-                p(self.built, self.total);
-            }
-        }
+        self.opts.on_built(self.built, self.total);
     }
 
     /// A node's steady-state receive bandwidth: each event brings N − 1 remote fragments to
@@ -328,11 +322,10 @@ impl<'a> PipeWorld<'a> {
         Some(match self.pipe.pattern {
             PipePattern::EventBuilding => rate * (nodes - 1.0) * self.pipe.fragment_bytes as f64 * 8.0 / nodes,
             // Spread over the nodes that receive.
-            p => {
-                let receivers = (0..self.pipe.nodes)
-                    .filter(|&d| (0..self.pipe.nodes).any(|s| p.destinations(s, self.pipe.nodes).contains(&d)))
-                    .count();
-                rate * self.pipe.message_bytes as f64 * 8.0 / receivers.max(1) as f64
+            _ => {
+                let receivers: std::collections::BTreeSet<u32> =
+                    self.streams.iter().flat_map(|s| s.destinations.iter().copied()).collect();
+                rate * self.pipe.message_bytes as f64 * 8.0 / receivers.len().max(1) as f64
             }
         })
     }
@@ -344,13 +337,7 @@ impl<'a> PipeWorld<'a> {
         let built = measured.events_built;
         let mut report = RunReport::measured("sim", origin, scenario, measured);
         report.events_not_built = NotBuilt { timed_out: 0, lost: 0, abandoned: scenario.run.events - built };
-        report.tcp = self.net.tcp_counters();
-        report.tcp_source = "model".into();
-        let ports = self.net.switch_ports();
-        report.switch = SwitchStats { drops: ports.iter().map(|p| p.drops).sum(), ports };
-        report.wall_s = wall_s;
-        report.sim_events_per_s = Some(if wall_s > 0.0 { self.built as f64 / wall_s } else { 0.0 });
-        report.sim_work = Some(self.net.work(&self.q));
+        self.net.add_to_report(&mut report, &self.q, self.built, wall_s);
         let bps = |b: u64| if duration > 0.0 { b as f64 * 8.0 / duration } else { 0.0 };
         let per_node: Vec<(f64, f64)> = self.sent.iter().zip(&self.received).map(|(&s, &r)| (bps(s), bps(r))).collect();
         let recv = Spread::of(&per_node.iter().map(|p| p.1).collect::<Vec<_>>());

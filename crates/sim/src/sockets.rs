@@ -12,7 +12,7 @@ use crate::net::fabric::{Fabric, Vertex};
 use crate::net::port::{offer, Admission};
 use crate::net::wire::{frame_bytes, sack_option_bytes};
 use crate::tcp::{AckUrgency, Endpoint, TcpParams, Transmission};
-use daqnet_core::report::{PortStats, SimWork, TcpCounters};
+use daqnet_core::report::{PortStats, RunReport, SimWork, SwitchStats, TcpCounters};
 use daqnet_core::workload::mix;
 use daqnet_core::{ConnId, Nanos, Side, NS_PER_S};
 use std::collections::VecDeque;
@@ -424,26 +424,32 @@ impl<M: Copy> Sockets<M> {
         }
     }
 
-    /// TCP counters summed over every endpoint.
-    pub fn tcp_counters(&self) -> TcpCounters {
+    /// Fills the fields of `report` the simulator owns, whatever the dataflow: the TCP model's
+    /// counters, the switch ports, the wall time (`built` events in `wall_s`) and the work of
+    /// `q` and these sockets.
+    pub fn add_to_report<A>(&self, report: &mut RunReport, q: &EventQueue<Ev<A>>, built: u64, wall_s: f64) {
         let mut tcp = TcpCounters::default();
         for ep in self.conns.iter().flat_map(|c| &c.ep) {
             tcp += ep.snd.stats();
         }
-        tcp
-    }
-
-    /// Drops, peak occupancy and frames of every switch port.
-    pub fn switch_ports(&self) -> Vec<PortStats> {
-        let ports = self.fabric.ports.iter().filter(|p| p.on_switch);
-        ports
+        report.tcp = tcp;
+        report.tcp_source = "model".into();
+        let ports: Vec<PortStats> = self
+            .fabric
+            .ports
+            .iter()
+            .filter(|p| p.on_switch)
             .map(|p| PortStats { name: p.name.clone(), drops: p.drops, peak_bytes: p.peak_bytes, frames: p.frames })
-            .collect()
+            .collect();
+        report.switch = SwitchStats { drops: ports.iter().map(|p| p.drops).sum(), ports };
+        report.wall_s = wall_s;
+        report.sim_events_per_s = Some(if wall_s > 0.0 { built as f64 / wall_s } else { 0.0 });
+        report.sim_work = Some(self.work(q));
     }
 
-    /// The simulator's work for a report: scheduler events of `q`, packets created, simulated
-    /// time, connections and the bytes of their state.
-    pub fn work<A>(&self, q: &EventQueue<Ev<A>>) -> SimWork {
+    /// The simulator's work: scheduler events of `q`, packets created, simulated time,
+    /// connections and the bytes of their state.
+    fn work<A>(&self, q: &EventQueue<Ev<A>>) -> SimWork {
         SimWork {
             scheduler_events: q.popped(),
             packets: self.packets,

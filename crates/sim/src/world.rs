@@ -9,7 +9,7 @@ use daqnet_core::dataflow::{
     startup_order, BuiltEvent, DataRequest, DataResponse, Node, NodeInput, NodeOutput, PuOutput, ReadoutUnit,
     Supervisor,
 };
-use daqnet_core::report::{EventRecord, Measure, NotBuilt, RunReport, SwitchStats, Track};
+use daqnet_core::report::{EventRecord, Measure, NotBuilt, RunReport, Track};
 use daqnet_core::workload::FragmentSizes;
 use daqnet_core::{ConnId, EventId, Layout, Nanos, NodeId, PuId, ReadoutId, Scenario, Side};
 use std::collections::HashMap;
@@ -41,6 +41,18 @@ pub struct SimOptions<'a> {
     /// Stop early once this is set (Ctrl-C): the report covers what was simulated and says
     /// `interrupted`.
     pub stop: Option<&'a AtomicBool>,
+}
+
+impl SimOptions<'_> {
+    /// `built` of `total` events are built: tells the progress callback, at about every
+    /// 200th of the run and at its end.
+    pub(crate) fn on_built(&mut self, built: u64, total: u64) {
+        if built.is_multiple_of((total / 200).max(1)) || built == total {
+            if let Some(p) = self.progress.as_mut() {
+                p(built, total);
+            }
+        }
+    }
 }
 
 /// What a simulation produces.
@@ -88,7 +100,6 @@ struct World<'a> {
     built: u64,
     total: u64,
     opts: SimOptions<'a>,
-    progress_every: u64,
     seed: u64,
 }
 
@@ -161,7 +172,6 @@ impl<'a> World<'a> {
             warmup: scenario.run.warmup_events,
             built: 0,
             total,
-            progress_every: (total / 200).max(1),
             opts,
             seed,
         }
@@ -240,11 +250,7 @@ impl<'a> World<'a> {
             self.records.push(track.record(self.warmup));
         }
         self.built += 1;
-        if self.built.is_multiple_of(self.progress_every) || self.built == self.total {
-            if let Some(p) = self.opts.progress.as_mut() {
-                p(self.built, self.total);
-            }
-        }
+        self.opts.on_built(self.built, self.total);
     }
 
     fn drain_readout(&mut self, readout: ReadoutId) {
@@ -276,18 +282,11 @@ impl<'a> World<'a> {
     }
 
     fn report(mut self, scenario: &Scenario, origin: &str, wall_s: f64) -> SimOutput {
-        let tcp = self.net.tcp_counters();
-        let ports = self.net.switch_ports();
         let measured = self.measure.finish();
         let built = measured.events_built;
         let mut report = RunReport::measured("sim", origin, scenario, measured);
         report.events_not_built = NotBuilt { timed_out: 0, lost: 0, abandoned: scenario.run.events - built };
-        report.tcp = tcp;
-        report.tcp_source = "model".into();
-        report.switch = SwitchStats { drops: ports.iter().map(|p| p.drops).sum(), ports };
-        report.wall_s = wall_s;
-        report.sim_events_per_s = Some(if wall_s > 0.0 { self.built as f64 / wall_s } else { 0.0 });
-        report.sim_work = Some(self.net.work(&self.q));
+        self.net.add_to_report(&mut report, &self.q, self.built, wall_s);
         self.records.sort_unstable_by_key(|r| r.event);
         SimOutput { report, events: self.records }
     }
