@@ -14,7 +14,7 @@ fn each_implementation_hands_out_every_event_once_and_evenly() {
         let dir = out_dir(&format!("farm-{file}"));
         let mut args =
             vec!["run", &*format!("scenarios/lhcb-2002/{file}.toml")].into_iter().map(String::from).collect::<Vec<_>>();
-        args.extend(["--events", "6000", "-q", "--out", dir.to_str().unwrap()].map(String::from));
+        args.extend(["--events", "6000", "--per-event", "-q", "--out", dir.to_str().unwrap()].map(String::from));
         if let Some(e) = extra {
             args.extend(["--set".into(), e.into()]);
         }
@@ -24,6 +24,9 @@ fn each_implementation_hands_out_every_event_once_and_evenly() {
         let r = report(&dir);
         assert_eq!(u(&r["events_built"]), 6000, "{file} {extra:?}: {r}");
         assert!(r.get("faults").is_none(), "{file}: {r}");
+        // --per-event: a row per event, the 2000 warm-up events included.
+        let rows = std::fs::read_to_string(dir.join("events.csv")).expect("events.csv written").lines().count();
+        assert_eq!(rows, 1 + 2000 + 6000, "{file} {extra:?}");
         let f = &r["farm"];
         assert_eq!(u(&f["protocol_errors"]), 0);
         // 6000 measured events over 20 workers, 300 each on average. On loopback nothing but

@@ -57,7 +57,11 @@ fn run_sfc(a: RoleArgs, sc: &Scenario) -> anyhow::Result<ExitCode> {
         per_event: a.per_event,
     };
     std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
-    let report = daqnet_evb::farm::sfc::run(sc, opts)?;
+    let (report, records) = daqnet_evb::farm::sfc::run(sc, opts)?;
+    if a.per_event {
+        super::write_file(&a.out, "events.csv", &daqnet_core::report::EventRecord::to_csv(&records))?;
+    }
+    // The report last: its presence says the run's files are complete.
     let path = super::write_file(&a.out, "report.json", &report.to_json())?;
     if !a.quiet {
         super::print_lines(&format!("{}  {:<26} {}\n", report.summary_table(), "report", path.display()));

@@ -7,7 +7,7 @@ use crate::net::transport::{tuned_socket, TcpStats};
 use crate::role::{RoleId, SupervisorLine};
 use anyhow::{bail, Context};
 use daqnet_core::farm::{Dispatcher, DispatcherOutput, FarmError, FarmTally, Token, Verdict};
-use daqnet_core::report::{FaultRecord, RunReport, TcpCounters};
+use daqnet_core::report::{EventRecord, FaultRecord, RunReport, TcpCounters};
 use daqnet_core::scenario::{Dispatch, Farm, Implementation, Rate};
 use daqnet_core::{EventId, Nanos, Scenario, WorkerId, NS_PER_S};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -26,7 +26,7 @@ pub struct SfcOptions {
     pub launched: bool,
     /// Set when the run must stop early (SIGINT, SIGTERM).
     pub stop: &'static AtomicBool,
-    /// Keep a row per event.
+    /// Keep a row per event (returned beside the report, for events.csv).
     pub per_event: bool,
 }
 
@@ -56,8 +56,8 @@ struct Shared<'a> {
     byes: Mutex<Vec<Option<(u64, u64)>>>,
 }
 
-/// Runs the SFC of `sc` and returns its report.
-pub fn run(sc: &Scenario, opts: SfcOptions) -> anyhow::Result<RunReport> {
+/// Runs the SFC of `sc` and returns its report, with a row per event if asked for.
+pub fn run(sc: &Scenario, opts: SfcOptions) -> anyhow::Result<(RunReport, Vec<EventRecord>)> {
     let farm = sc.farm.as_ref().context("the scenario has no [farm]")?;
     let listen = opts.listen.clone().unwrap_or_else(|| sc.deploy.supervisor.clone());
     let listener = bind(&listen, &sc.deploy.tcp_congestion)?;
@@ -461,13 +461,13 @@ fn report_progress(sh: &Shared<'_>, launched: bool) {
     }
 }
 
-fn report(sc: &Scenario, opts: &SfcOptions, sh: Shared<'_>) -> RunReport {
+fn report(sc: &Scenario, opts: &SfcOptions, sh: Shared<'_>) -> (RunReport, Vec<EventRecord>) {
     let run_ns = sh.now();
     let byes = sh.byes.into_inner().expect("byes");
     let busy: Vec<Nanos> = byes.iter().map(|b| b.map_or(0, |(_, us)| us * 1000)).collect();
     let d = sh.sfc.into_inner().expect("dispatcher");
     let tally = sh.tally.into_inner().expect("tally");
-    let (mut r, _) = tally.report(("run", &opts.origin, sc), sh.farm, d.stats(), &busy, run_ns);
+    let (mut r, records) = tally.report(("run", &opts.origin, sc), sh.farm, d.stats(), &busy, run_ns);
     let mut tcp = TcpCounters::default();
     for l in &sh.links {
         if let Some(c) = l.stats.as_ref().and_then(TcpStats::read) {
@@ -491,5 +491,5 @@ fn report(sc: &Scenario, opts: &SfcOptions, sh: Shared<'_>) -> RunReport {
     }
     r.interrupted = sh.stop.load(Ordering::Relaxed);
     r.wall_s = run_ns as f64 / NS_PER_S as f64;
-    r
+    (r, records)
 }
