@@ -280,9 +280,6 @@ pub struct FarmStats {
     pub queue_depth: Vec<(f64, u64, u64)>,
     /// Tokens or verdicts that broke the protocol (unknown worker, event never sent).
     pub protocol_errors: u64,
-    /// Workers lost during the run, with the events they took with them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub lost_workers: Vec<FaultRecord>,
     /// Per-worker payload throughput over the measured part, bit/s: spread over workers.
     pub worker_bps: Spread,
     /// Mean over workers of the share of the run a worker spent not processing.

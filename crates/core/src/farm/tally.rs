@@ -138,7 +138,6 @@ impl FarmTally {
             mean_token_queue: self.depth_sum.1 as f64 / arrivals,
             queue_depth: self.samples,
             protocol_errors: stats.protocol_errors,
-            lost_workers: Vec::new(),
             worker_bps: Spread::of(&workers.iter().map(|w| w.throughput_bps).collect::<Vec<_>>()),
             idle_fraction: workers.iter().map(|w| w.idle_fraction).sum::<f64>() / workers.len().max(1) as f64,
             workers,
