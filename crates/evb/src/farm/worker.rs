@@ -20,8 +20,10 @@ pub fn run(sc: &Scenario, id: WorkerId, sfc: &str) -> anyhow::Result<()> {
     write_msg(&mut s, Head { worker: id.0, extra: run_id, ..Head::new(Kind::Hello) }, &[])?;
     let start = Instant::now();
     let mut w = Worker::new(id, farm, sc.run.seed);
-    let output = vec![0u8; farm.accept_output_bytes as usize];
+    // The note's token is the 28-byte head; a larger farm.token_bytes pads it. Output and
+    // padding are zeros: one buffer serves every token.
     let pad = (farm.token_bytes as usize).saturating_sub(super::HEAD_BYTES);
+    let output = vec![0u8; farm.accept_output_bytes as usize + pad];
     let mut body = Vec::new();
     let drive = |w: &mut Worker, s: &mut TcpStream| -> anyhow::Result<()> {
         while let Some(o) = w.poll() {
@@ -60,7 +62,8 @@ pub fn run(sc: &Scenario, id: WorkerId, sfc: &str) -> anyhow::Result<()> {
     }
 }
 
-fn send_token(s: &mut TcpStream, t: &Token, output: &[u8], pad: usize) -> std::io::Result<()> {
+/// Sends token `t`: its head, then `pad` bytes beyond its accepted output, from `zeros`.
+fn send_token(s: &mut TcpStream, t: &Token, zeros: &[u8], pad: usize) -> std::io::Result<()> {
     let v = t.verdict;
     let head = Head {
         worker: t.worker.0,
@@ -68,10 +71,8 @@ fn send_token(s: &mut TcpStream, t: &Token, output: &[u8], pad: usize) -> std::i
         accepted: v.is_some_and(|v| v.accepted),
         ..Head::new(Kind::Token)
     };
-    let out = v.map_or(0, |v| v.output_bytes as usize).min(output.len());
-    // The note's token is the 28-byte head; a larger farm.token_bytes pads it.
-    let body = if pad == 0 { output[..out].to_vec() } else { [&output[..out], &vec![0u8; pad][..]].concat() };
-    write_msg(s, head, &body)
+    let out = v.map_or(0, |v| v.output_bytes as usize);
+    write_msg(s, head, &zeros[..out + pad])
 }
 
 /// Connects to the SFC, retrying until `deploy.startup_timeout_ms` (it may not listen yet).
