@@ -37,6 +37,8 @@ enum Command {
     Study(commands::study::StudyArgs),
     /// Run a scenario for real over TCP: every role a process on this machine.
     Run(commands::run::RunArgs),
+    /// Run a DAQPIPE all-to-all event builder for real, one process per node (TCP or MPI).
+    Pipe(commands::pipe::PipeArgs),
     /// Emulate the scenario's network in Linux namespaces and run the real event builder through it.
     Testbed(commands::testbed::TestbedArgs),
     /// Run one sweep in the testbed and in the simulator and compare them point by point.
@@ -64,6 +66,7 @@ fn check(c: &Command) -> anyhow::Result<()> {
         Command::Sim(a) => a.scenario.load().map(drop),
         Command::Sweep(a) => commands::sweep::check(a),
         Command::Run(a) => commands::run::check(a).map(drop),
+        Command::Pipe(a) => commands::pipe::check(a).map(drop),
         Command::Testbed(a) => commands::testbed::check(a),
         Command::Validate(a) => commands::validate::check(a),
         // A role's scenario file lives on its host; plot and study read outputs of earlier
@@ -79,10 +82,10 @@ fn check(c: &Command) -> anyhow::Result<()> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if !matches!(cli.command, Command::Role(_)) {
+    if !matches!(cli.command, Command::Role(_) | Command::Pipe(_)) {
         // Like any Unix filter, end quietly when the reader of our output goes away
         // (`daqnet … | head`). A role keeps SIGPIPE ignored: it must not die of a closed pipe
-        // before its report is written.
+        // before its report is written; so does a pipe node, whose peer may die mid-write.
         // SAFETY: setting a signal's disposition to the default has no preconditions.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }
@@ -101,6 +104,7 @@ fn main() -> ExitCode {
         Command::Plot(a) => commands::plot::run(a),
         Command::Study(a) => commands::study::run(a),
         Command::Run(a) => commands::run::run(a),
+        Command::Pipe(a) => commands::pipe::run(a),
         Command::Testbed(a) => commands::testbed::run(a),
         Command::Validate(a) => commands::validate::run(a),
         Command::Switch(a) => commands::switch::run(a),

@@ -317,6 +317,44 @@ pub struct PipeStats {
     pub steady_recv_bps: f64,
     /// Whether `steady_recv_bps` is the steady-state figure (else the run was too short).
     pub steady_state: bool,
+    /// How the nodes talked: `sim`, or a real run's `tcp` or `mpi`.
+    #[serde(default)]
+    pub transport: String,
+    /// Measured events built without the fragments of lost nodes.
+    #[serde(default)]
+    pub incomplete: u64,
+    /// Fragments or data messages whose payload failed verification (key or length).
+    #[serde(default)]
+    pub bad_payloads: u64,
+    /// Nodes lost during the run, with who noticed and when.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost_nodes: Vec<LostNode>,
+}
+
+/// A node of a pipe run that died: when it was killed (when the launcher killed it) and when
+/// each other node noticed, seconds since the run's start.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LostNode {
+    /// The node.
+    pub node: u32,
+    /// When it was killed, if daqnet killed it (`daqnet pipe --kill`).
+    pub killed_at_s: Option<f64>,
+    /// (node, when it noticed), for every node that reported.
+    pub noticed: Vec<(u32, f64)>,
+}
+
+/// The rate at which events finished in steady state, per second: over the middle 80 % of the
+/// completion times `done` (sorted here), leaving out the run's start and end, when not every
+/// sender is busy. `None` when the run has fewer than four rounds of `in_flight` events, or
+/// no time passed.
+pub fn steady_rate(done: &mut [Nanos], in_flight: usize) -> Option<f64> {
+    done.sort_unstable();
+    let n = done.len();
+    let (a, b) = (n / 10, n * 9 / 10);
+    if n < 4 * in_flight.max(1) || done[b - 1] == done[a] {
+        return None;
+    }
+    Some((b - 1 - a) as f64 / ((done[b - 1] - done[a]) as f64 / NS_PER_S as f64))
 }
 
 /// Minimum, maximum, mean and coefficient of variation of a quantity over workers (or nodes).
@@ -732,7 +770,12 @@ impl RunReport {
             } else {
                 format!("{} parallel", p.parallel_transfers)
             };
-            row("pipe", format!("{} nodes, pulls {k}", p.nodes));
+            let over = if p.transport.is_empty() || p.transport == "sim" { String::new() } else { format!(", over {}", p.transport) };
+            if p.pattern.is_empty() || p.pattern == "event_building" {
+                row("pipe", format!("{} nodes, pulls {k}{over}", p.nodes));
+            } else {
+                row("pipe", format!("{} nodes, {}{over}", p.nodes, p.pattern));
+            }
             row(
                 "per node",
                 format!(
@@ -744,6 +787,28 @@ impl RunReport {
                     p.recv_bps.mean / 1e9
                 ),
             );
+            let steady = if p.steady_state { "steady state" } else { "mean over the run: too short for a steady state" };
+            row("receive per node", format!("{:.1} Gb/s ({steady})", p.steady_recv_bps / 1e9));
+            if p.incomplete > 0 {
+                row("incomplete events", format!("{} built without the fragments of lost nodes", p.incomplete));
+            }
+            if p.bad_payloads > 0 {
+                row("bad payloads", format!("{} fragments or messages failed verification (key or length)", p.bad_payloads));
+            }
+            for l in &p.lost_nodes {
+                let first = l.noticed.iter().map(|n| n.1).fold(f64::INFINITY, f64::min);
+                let last = l.noticed.iter().map(|n| n.1).fold(0.0, f64::max);
+                let detail = match l.killed_at_s {
+                    Some(k) => format!(
+                        "killed at {k:.3} s; noticed by {} nodes {:.1} .. {:.1} ms later",
+                        l.noticed.len(),
+                        (first - k) * 1e3,
+                        (last - k) * 1e3
+                    ),
+                    None => format!("noticed by {} nodes at {first:.3} .. {last:.3} s", l.noticed.len()),
+                };
+                row("lost node", format!("node {}: {detail}", l.node));
+            }
         }
         if let Some(w) = &self.sim_work {
             row(

@@ -12,6 +12,7 @@
 //! * [`roles`]: the readout, collector and supervisor processes: state machines without IO
 //!   and the thin loops that drive them.
 //! * [`farm`]: the LHCb sub-farm's SFC and workers, the note's three implementations.
+//! * [`pipe`]: DAQPIPE's nodes (`daqnet pipe`) over a mesh of TCP connections or MPI.
 //! * [`launcher`]: `daqnet run`, every role as a process on this machine.
 //! * [`metrics`]: the Prometheus endpoint.
 
@@ -20,6 +21,7 @@ pub mod launcher;
 pub mod metrics;
 pub mod net;
 pub mod payload;
+pub mod pipe;
 pub mod role;
 pub mod roles;
 pub mod wire;

@@ -12,9 +12,9 @@ use crate::sockets::{run, Dataflow, End, Ev, Sockets};
 use crate::tcp::TcpParams;
 use crate::world::{SimOptions, SimOutput};
 use daqnet_core::pipe::{BuilderOutput, BuilderUnit, EventManager};
-use daqnet_core::report::{EventRecord, Measure, NotBuilt, PipeStats, RunReport, Spread, Track};
+use daqnet_core::report::{steady_rate, EventRecord, Measure, NotBuilt, PipeStats, RunReport, Spread, Track};
 use daqnet_core::scenario::{Pipe, PipePattern};
-use daqnet_core::{ConnId, EventId, Nanos, NodeId, PuId, ReadoutId, Scenario, NS_PER_S};
+use daqnet_core::{ConnId, EventId, Nanos, NodeId, PuId, ReadoutId, Scenario};
 use std::time::Instant;
 
 #[derive(Debug, Clone, Copy)]
@@ -278,7 +278,7 @@ impl<'a> PipeWorld<'a> {
                     let bytes = self.pipe.request_bytes as u64;
                     self.net.send(&mut self.q, c, End::Opener, bytes, Msg::Pull { event });
                 }
-                BuilderOutput::Built { event, bytes } => {
+                BuilderOutput::Built { event, bytes, .. } => {
                     let assigned = self.assigned[event.index()];
                     self.q.schedule(now + self.pipe.control_delay_ns, Ev::App(PipeEv::Built { node: b, event }));
                     self.on_built(b, event, bytes, assigned, now);
@@ -306,18 +306,12 @@ impl<'a> PipeWorld<'a> {
     /// a run of several rounds (at least four times the events in flight) has a steady state:
     /// `None` otherwise.
     fn steady_recv_bps(&mut self) -> Option<f64> {
-        self.done.sort_unstable();
-        let n = self.done.len();
         let senders = self.streams.iter().filter(|s| !s.destinations.is_empty()).count();
         let in_flight = match self.pipe.pattern {
             PipePattern::EventBuilding => self.pipe.nodes as usize * self.pipe.credits_per_builder as usize,
             _ => senders * self.pipe.messages_in_flight as usize,
         };
-        let (a, b) = (n / 10, n * 9 / 10);
-        if n < 4 * in_flight || self.done[b - 1] == self.done[a] {
-            return None;
-        }
-        let rate = (b - 1 - a) as f64 / ((self.done[b - 1] - self.done[a]) as f64 / NS_PER_S as f64);
+        let rate = steady_rate(&mut self.done, in_flight)?;
         let nodes = self.pipe.nodes as f64;
         Some(match self.pipe.pattern {
             PipePattern::EventBuilding => rate * (nodes - 1.0) * self.pipe.fragment_bytes as f64 * 8.0 / nodes,
@@ -351,6 +345,8 @@ impl<'a> PipeWorld<'a> {
             steady_state: steady.is_some(),
             recv_bps: recv,
             per_node,
+            transport: "sim".into(),
+            ..PipeStats::default()
         });
         self.records.sort_unstable_by_key(|r| r.event);
         SimOutput { report, events: self.records }

@@ -1,6 +1,7 @@
 //! One module per `daqnet` verb.
 
 pub mod bench;
+pub mod pipe;
 pub mod plot;
 pub mod role;
 pub mod run;

@@ -15,12 +15,15 @@ pub enum BuilderOutput {
         /// The event.
         event: EventId,
     },
-    /// Every fragment of `event` has arrived: `bytes` of payload.
+    /// Every fragment of `event` has arrived: `bytes` of payload — or every fragment that
+    /// will ever come: `missing` of them were on readout units lost on the way.
     Built {
         /// The event.
         event: EventId,
         /// Its payload.
         bytes: u64,
+        /// Fragments it lacks, their readout units lost (0: complete).
+        missing: u32,
     },
 }
 
@@ -33,6 +36,8 @@ struct Building {
     pulled: Vec<u64>,
     left: u32,
     bytes: u64,
+    /// Fragments given up with their lost readout units.
+    lost: u32,
 }
 
 /// The builder unit of one node.
@@ -51,6 +56,8 @@ pub struct BuilderUnit {
     waiting: VecDeque<(ReadoutId, EventId)>,
     outstanding: u32,
     building: Vec<Building>,
+    /// Readout units lost, as a bitmap: no pull goes to them any more.
+    gone: Vec<u64>,
     out: VecDeque<BuilderOutput>,
 }
 
@@ -65,22 +72,26 @@ impl BuilderUnit {
             waiting: VecDeque::new(),
             outstanding: 0,
             building: Vec::new(),
+            gone: vec![0; readouts.div_ceil(64) as usize],
             out: VecDeque::new(),
         }
+    }
+
+    fn is_gone(&self, r: ReadoutId) -> bool {
+        self.gone[r.index() / 64] & (1 << (r.index() % 64)) != 0
     }
 
     /// The event manager assigns `event` to this builder unit.
     pub fn on_assign(&mut self, event: EventId) {
         let n = self.readouts;
-        let words = n.div_ceil(64) as usize;
-        self.building.push(Building {
-            event,
-            missing: vec![u64::MAX; words],
-            pulled: vec![0; words],
-            left: n,
-            bytes: 0,
-        });
-        self.waiting.extend((1..=n).map(|k| (ReadoutId((self.node.0 + k) % n), event)));
+        let missing = self.gone.iter().map(|g| !g).collect();
+        let live: Vec<ReadoutId> =
+            (1..=n).map(|k| ReadoutId((self.node.0 + k) % n)).filter(|&r| !self.is_gone(r)).collect();
+        let left = live.len() as u32;
+        let lost = n - left;
+        self.building.push(Building { event, missing, pulled: vec![0; self.gone.len()], left, bytes: 0, lost });
+        self.waiting.extend(live.into_iter().map(|r| (r, event)));
+        self.complete_where_nothing_left();
         self.issue();
     }
 
@@ -97,12 +108,41 @@ impl BuilderUnit {
         b.left -= 1;
         b.bytes += bytes;
         self.outstanding -= 1;
-        if b.left == 0 {
-            let b = self.building.swap_remove(i);
-            self.out.push_back(BuilderOutput::Built { event: b.event, bytes: b.bytes });
-        }
+        self.complete_where_nothing_left();
         self.issue();
         Ok(())
+    }
+
+    /// Readout unit `readout` is lost (its node died): its fragments are given up — pulls
+    /// outstanding to it no longer count, waiting ones are dropped, later events do not ask
+    /// it — and events that lacked only its fragment are built without it.
+    pub fn on_readout_lost(&mut self, readout: ReadoutId) {
+        if readout.0 >= self.readouts || self.is_gone(readout) {
+            return;
+        }
+        let (word, bit) = (readout.index() / 64, 1u64 << (readout.index() % 64));
+        self.gone[word] |= bit;
+        self.waiting.retain(|&(r, _)| r != readout);
+        for b in &mut self.building {
+            if b.missing[word] & bit != 0 {
+                b.missing[word] &= !bit;
+                b.left -= 1;
+                b.lost += 1;
+                if b.pulled[word] & bit != 0 {
+                    self.outstanding -= 1;
+                }
+            }
+        }
+        self.complete_where_nothing_left();
+        self.issue();
+    }
+
+    /// Reports every event with no fragment left to come as built, in assignment order.
+    fn complete_where_nothing_left(&mut self) {
+        let (done, building) = std::mem::take(&mut self.building).into_iter().partition(|b| b.left == 0);
+        self.building = building;
+        let done: Vec<Building> = done;
+        self.out.extend(done.into_iter().map(|b| BuilderOutput::Built { event: b.event, bytes: b.bytes, missing: b.lost }));
     }
 
     fn issue(&mut self) {
@@ -149,7 +189,7 @@ mod tests {
         b.on_fragment(EventId(7), ReadoutId(0), 10).unwrap();
         assert_eq!(drain(&mut b), vec![pull(1)]);
         b.on_fragment(EventId(7), ReadoutId(1), 10).unwrap();
-        assert_eq!(drain(&mut b), vec![BuilderOutput::Built { event: EventId(7), bytes: 40 }]);
+        assert_eq!(drain(&mut b), vec![BuilderOutput::Built { event: EventId(7), bytes: 40, missing: 0 }]);
     }
 
     #[test]
@@ -159,6 +199,30 @@ mod tests {
         b.on_assign(EventId(1));
         assert_eq!(drain(&mut b).len(), 6);
         assert_eq!(b.outstanding(), 6);
+    }
+
+    #[test]
+    fn a_lost_readout_unit_is_given_up_and_its_events_built_without_it() {
+        let mut b = BuilderUnit::new(NodeId(0), 4, Some(2));
+        b.on_assign(EventId(0));
+        let pull = |r, e| BuilderOutput::Pull { readout: ReadoutId(r), event: EventId(e) };
+        assert_eq!(drain(&mut b), vec![pull(1, 0), pull(2, 0)]);
+        b.on_fragment(EventId(0), ReadoutId(1), 10).unwrap();
+        assert_eq!(drain(&mut b), vec![pull(3, 0)]);
+        b.on_readout_lost(ReadoutId(2));
+        assert_eq!(drain(&mut b), vec![pull(0, 0)], "the pull to the lost unit no longer counts");
+        assert_eq!(b.outstanding(), 2);
+        b.on_fragment(EventId(0), ReadoutId(3), 10).unwrap();
+        b.on_fragment(EventId(0), ReadoutId(0), 10).unwrap();
+        assert_eq!(drain(&mut b), vec![BuilderOutput::Built { event: EventId(0), bytes: 30, missing: 1 }]);
+        assert!(b.on_fragment(EventId(0), ReadoutId(2), 10).is_err(), "too late: given up");
+        b.on_assign(EventId(1));
+        assert_eq!(drain(&mut b), vec![pull(1, 1), pull(3, 1)], "the lost unit is not asked again");
+        b.on_readout_lost(ReadoutId(1));
+        b.on_readout_lost(ReadoutId(3));
+        assert_eq!(drain(&mut b), vec![pull(0, 1)]);
+        b.on_fragment(EventId(1), ReadoutId(0), 10).unwrap();
+        assert_eq!(drain(&mut b), vec![BuilderOutput::Built { event: EventId(1), bytes: 10, missing: 3 }]);
     }
 
     proptest! {
@@ -185,7 +249,7 @@ mod tests {
                             prop_assert!(pulled.insert((readout, event)), "pulled twice");
                             outstanding.push((readout, event));
                         }
-                        BuilderOutput::Built { event, bytes } => built.push((event, bytes)),
+                        BuilderOutput::Built { event, bytes, .. } => built.push((event, bytes)),
                     }
                 }
                 prop_assert!(outstanding.len() as u32 <= parallel);

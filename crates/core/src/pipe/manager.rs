@@ -9,6 +9,8 @@ use std::collections::VecDeque;
 pub struct EventManager {
     /// Events each builder unit holds, by node.
     held: Vec<Vec<EventId>>,
+    /// Builder units lost: no event goes to them any more.
+    lost: Vec<bool>,
     credits: u32,
     /// The builder unit the round-robin considers next.
     next: usize,
@@ -23,6 +25,7 @@ impl EventManager {
     pub fn new(builders: u32, credits: u32, total: u64) -> Self {
         let mut m = EventManager {
             held: vec![Vec::new(); builders as usize],
+            lost: vec![false; builders as usize],
             credits,
             next: 0,
             next_event: EventId(0),
@@ -42,12 +45,28 @@ impl EventManager {
         Ok(())
     }
 
+    /// Builder unit `node` is lost (its node died): the events it held are returned, lost
+    /// with it, and it gets no more.
+    pub fn on_builder_lost(&mut self, node: NodeId) -> Vec<EventId> {
+        let Some(lost) = self.lost.get_mut(node.index()) else { return Vec::new() };
+        *lost = true;
+        let held = std::mem::take(&mut self.held[node.index()]);
+        self.assign();
+        held
+    }
+
+    /// Every event is assigned and none is held: built or lost.
+    pub fn all_done(&self) -> bool {
+        self.next_event.0 == self.total && self.held.iter().all(Vec::is_empty)
+    }
+
     /// Round-robin over the builder units with a free credit, until none has one or every
     /// event is out.
     fn assign(&mut self) {
         let n = self.held.len();
         while self.next_event.0 < self.total {
-            let Some(k) = (0..n).find(|k| self.held[(self.next + k) % n].len() < self.credits as usize) else {
+            let free = |b: usize| !self.lost[b] && self.held[b].len() < self.credits as usize;
+            let Some(k) = (0..n).find(|k| free((self.next + k) % n)) else {
                 return;
             };
             let node = (self.next + k) % n;
@@ -88,6 +107,23 @@ mod tests {
             m.on_built(NodeId(9), EventId(0)),
             Err(PipeError::NotAssigned { event: EventId(0), node: NodeId(9) })
         );
+    }
+
+    #[test]
+    fn a_lost_builder_takes_its_events_and_gets_no_more() {
+        let mut m = EventManager::new(3, 1, 6);
+        assert_eq!(std::iter::from_fn(|| m.poll()).count(), 3);
+        assert_eq!(m.on_builder_lost(NodeId(1)), vec![EventId(1)]);
+        m.on_built(NodeId(0), EventId(0)).unwrap();
+        m.on_built(NodeId(2), EventId(2)).unwrap();
+        let next: Vec<_> = std::iter::from_fn(|| m.poll()).map(|(n, e)| (n.0, e.0)).collect();
+        assert_eq!(next, vec![(0, 3), (2, 4)]);
+        m.on_built(NodeId(0), EventId(3)).unwrap();
+        m.on_built(NodeId(2), EventId(4)).unwrap();
+        assert_eq!(m.poll(), Some((NodeId(0), EventId(5))));
+        assert!(!m.all_done());
+        m.on_built(NodeId(0), EventId(5)).unwrap();
+        assert!(m.all_done());
     }
 
     #[test]

@@ -10,9 +10,11 @@
 
 mod builder;
 mod manager;
+mod node;
 
 pub use builder::{BuilderOutput, BuilderUnit};
 pub use manager::EventManager;
+pub use node::{ManagerLog, NodeTally, PipeMsg, PipeNode};
 
 use crate::{EventId, NodeId, ReadoutId};
 

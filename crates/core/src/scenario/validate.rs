@@ -229,6 +229,21 @@ impl Scenario {
             }
             return p;
         }
+        if let Some(pp) = &self.pipe {
+            // A verified payload starts and ends with an 8-byte key; a node holds one message
+            // of each size in memory.
+            let sizes = [("pipe.fragment_bytes", pp.fragment_bytes), ("pipe.message_bytes", pp.message_bytes)];
+            for (field, v) in sizes {
+                need(&mut p, (16..=1 << 30).contains(&v), field, format!("is {v}; a real run needs 16 B ..= 1 GiB"));
+            }
+            need(
+                &mut p,
+                (2..=1024).contains(&pp.nodes),
+                "pipe.nodes",
+                format!("is {}; a real run on one machine takes 2 ..= 1024 nodes", pp.nodes),
+            );
+            return p;
+        }
         let d = &self.deploy;
         let unit = self.nominal_unit_bytes();
         // A response carries one unit's fragments with a 24-byte header each, plus 40 bytes.

@@ -1,0 +1,214 @@
+//! The pipe over MPI (the `mpi` feature; rsmpi over the system's Open MPI): each node an MPI
+//! rank, every message one MPI message — the 32-byte header and its body — sent with
+//! `MPI_Isend` and received with `MPI_Improbe` + `MPI_Mrecv`, in one thread that polls both,
+//! as DAQPIPE's MPI driver does.
+//!
+//! A rank that dies takes the job with it: Open MPI's default error handler (`MPI_ERRORS_ARE_FATAL`)
+//! and `mpirun` abort every rank when one ends abnormally, and the fault-tolerant interface
+//! that would let the others go on (ULFM) is not in the Open MPI that distributions ship. So
+//! over MPI a lost node ends the run without a report; [`Mesh::next`] never reports one.
+
+use super::{body_len, verify, Head, Mesh, MeshEvent, Wire, HEAD_BYTES};
+use anyhow::{bail, Context};
+use daqnet_core::report::RunReport;
+use daqnet_core::{NodeId, Scenario};
+use mpi::request::{Request, StaticScope};
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+/// A send in progress: the request, and the buffer MPI reads until it completes.
+struct Pending {
+    req: Request<'static, [u8], StaticScope>,
+    /// The buffer, leaked for the request's `'static` borrow and taken back once it completes.
+    buf: *mut [u8],
+    to: NodeId,
+    msg: Option<daqnet_core::pipe::PipeMsg>,
+}
+
+/// Node `me`'s view of the MPI world.
+pub struct MpiMesh {
+    world: SimpleCommunicator,
+    me: NodeId,
+    run_id: u64,
+    request_bytes: u32,
+    fill: Vec<u8>,
+    pending: Vec<Pending>,
+    /// Buffers of completed sends, for reuse.
+    spare: Vec<Box<[u8]>>,
+    ready: VecDeque<MeshEvent>,
+    recv: Vec<u8>,
+}
+
+/// Initializes MPI, checks that the world has one rank per node of the scenario's pipe, and
+/// runs `f` on this rank's mesh with the run's epoch (taken after a barrier, so every rank's
+/// clock starts together).
+pub fn run(
+    sc: &Scenario,
+    f: impl FnOnce(&mut dyn Mesh, Instant) -> anyhow::Result<Option<RunReport>>,
+) -> anyhow::Result<Option<RunReport>> {
+    let pipe = sc.pipe.as_ref().context("the scenario has no [pipe] section")?;
+    let universe = mpi::initialize().context("MPI is already initialized")?;
+    let world = universe.world();
+    if world.size() as u32 != pipe.nodes {
+        bail!(
+            "the MPI world has {} ranks and pipe.nodes is {}: start one rank per node (mpirun -np {} …) or --set pipe.nodes={}",
+            world.size(),
+            pipe.nodes,
+            pipe.nodes,
+            world.size()
+        );
+    }
+    let max = pipe.fragment_bytes.max(pipe.message_bytes).max(10_000) as usize;
+    let mut mesh = MpiMesh {
+        me: NodeId(world.rank() as u32),
+        world,
+        run_id: if sc.deploy.run_id == 0 { 1 } else { sc.deploy.run_id },
+        request_bytes: pipe.request_bytes,
+        fill: (0..max).map(|i| (i * 31 % 251) as u8).collect(),
+        pending: Vec::new(),
+        spare: Vec::new(),
+        ready: VecDeque::new(),
+        recv: Vec::new(),
+    };
+    mesh.world.barrier();
+    let r = f(&mut mesh, Instant::now());
+    mesh.finish();
+    r
+}
+
+impl MpiMesh {
+    /// A buffer holding `w`'s header and body: a verified payload as key, filler, key.
+    fn encode(&mut self, w: &Wire) -> Box<[u8]> {
+        let tally = match w {
+            Wire::Tally(t) => serde_json::to_vec(t).expect("a tally serializes"),
+            _ => Vec::new(),
+        };
+        let len = if tally.is_empty() { body_len(w, self.request_bytes) } else { tally.len() as u64 } as usize;
+        let head = Head::of(w, self.me.0, len as u64);
+        let size = HEAD_BYTES + len;
+        let mut buf = match self.spare.iter().position(|b| b.len() == size) {
+            Some(i) => self.spare.swap_remove(i),
+            None => vec![0u8; size].into_boxed_slice(),
+        };
+        buf[..HEAD_BYTES].copy_from_slice(&head.encode());
+        let body = &mut buf[HEAD_BYTES..];
+        match head.key(self.run_id) {
+            Some(k) => {
+                body[8..len - 8].copy_from_slice(&self.fill[..len - 16]);
+                body[..8].copy_from_slice(&k);
+                body[len - 8..].copy_from_slice(&k);
+            }
+            None if !tally.is_empty() => body.copy_from_slice(&tally),
+            None => body.copy_from_slice(&self.fill[..len]),
+        }
+        buf
+    }
+
+    /// Completes the sends MPI has finished with: their buffers come back, and each message
+    /// is reported handed over.
+    fn reap(&mut self) {
+        for p in std::mem::take(&mut self.pending) {
+            match p.req.test() {
+                Ok(_) => {
+                    // SAFETY: `buf` came from `Box::leak` in `send`, and the request that
+                    // borrowed it has completed and been consumed: nothing refers to it now.
+                    self.spare.push(unsafe { Box::from_raw(p.buf) });
+                    if let Some(msg) = p.msg {
+                        self.ready.push_back(MeshEvent::Sent { to: p.to, msg });
+                    }
+                }
+                Err(req) => self.pending.push(Pending { req, ..p }),
+            }
+        }
+    }
+
+    /// Receives one message if one has arrived.
+    fn receive(&mut self) -> anyhow::Result<bool> {
+        let Some((msg, status)) = self.world.any_process().immediate_matched_probe() else { return Ok(false) };
+        let count = status.count(u8::equivalent_datatype()) as usize;
+        self.recv.resize(count.max(HEAD_BYTES), 0);
+        msg.matched_receive_into(&mut self.recv[..count]);
+        let from = NodeId(status.source_rank() as u32);
+        let h: &[u8; HEAD_BYTES] = self.recv[..HEAD_BYTES].try_into().expect("32 bytes");
+        let head = Head::decode(h).with_context(|| format!("node {from} sent a broken message"))?;
+        let body = &self.recv[HEAD_BYTES..count];
+        if !head.len_ok() || head.len as usize != body.len() || head.from != from.0 {
+            bail!("node {from} sent a message whose header does not match it");
+        }
+        match head.wire(body) {
+            Some(Wire::Msg(m)) => {
+                let intact = head.key(self.run_id).is_none_or(|k| verify(body, &k));
+                self.ready.push_back(MeshEvent::Msg { from, msg: m, intact });
+            }
+            Some(Wire::Tally(t)) => self.ready.push_back(MeshEvent::Tally(t)),
+            Some(Wire::Bye) => {}
+            None => bail!("node {from} sent a tally that does not parse"),
+        }
+        Ok(true)
+    }
+
+    /// Waits for every send to complete, then for every rank at a barrier.
+    fn finish(&mut self) {
+        while !self.pending.is_empty() {
+            self.reap();
+            let _ = self.receive();
+        }
+        self.world.barrier();
+    }
+}
+
+impl Mesh for MpiMesh {
+    fn me(&self) -> NodeId {
+        self.me
+    }
+
+    fn send(&mut self, to: NodeId, w: Wire) {
+        let msg = match &w {
+            Wire::Msg(m) => Some(*m),
+            _ => None,
+        };
+        let buf: &'static mut [u8] = Box::leak(self.encode(&w));
+        let ptr: *mut [u8] = buf;
+        // SAFETY: `ptr` is the leaked buffer; the shared borrow lives in the request only,
+        // and `reap` takes the buffer back after the request completes.
+        let shared: &'static [u8] = unsafe { &*ptr };
+        let req = self.world.process_at_rank(to.0 as i32).immediate_send(StaticScope, shared);
+        self.pending.push(Pending { req, buf: ptr, to, msg });
+    }
+
+    fn next(&mut self, wait: Duration) -> Option<MeshEvent> {
+        let until = Instant::now() + wait;
+        loop {
+            if let Some(ev) = self.ready.pop_front() {
+                return Some(ev);
+            }
+            self.reap();
+            match self.receive() {
+                Ok(true) => continue,
+                Ok(false) => {}
+                Err(e) => {
+                    eprintln!("node {}: {e:#}", self.me);
+                    self.world.abort(2);
+                }
+            }
+            if self.ready.is_empty() {
+                if Instant::now() >= until {
+                    return None;
+                }
+                // Several ranks may share a core: give the others a turn.
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    fn close(&mut self, _wait: Duration) {
+        // MPI has no connection to close: `run` completes every send and meets the other
+        // ranks at a barrier once this node's part is over.
+    }
+
+    fn name(&self) -> &'static str {
+        "mpi"
+    }
+}

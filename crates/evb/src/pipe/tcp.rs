@@ -1,0 +1,281 @@
+//! The pipe's TCP mesh: one connection between every two nodes, each with a reader thread and
+//! a writer thread, so that a node sending a megabyte to a peer never stops it reading what
+//! that peer sends back (full duplex: every node is a readout unit and a builder unit at
+//! once). Sockets are blocking and tuned as every daqnet TCP socket is
+//! ([`tuned_socket`]: `TCP_NODELAY`, the scenario's congestion control).
+//!
+//! Node `i` connects to every node below it and accepts every node above it; each connection
+//! opens with the connecting node's number and the run id, so a stray or stale peer is refused.
+//! A peer whose connection ends before its goodbye is lost: on loopback or a LAN a killed
+//! process's sockets are closed by its kernel at once, so peers notice within milliseconds.
+
+use super::{body_len, verify, Head, Mesh, MeshEvent, Wire, HEAD_BYTES};
+use crate::net::transport::tuned_socket;
+use anyhow::{bail, Context};
+use daqnet_core::NodeId;
+use std::io::{self, BufReader, IoSlice, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What the threads tell the node's loop.
+enum Inner {
+    Event(MeshEvent),
+    /// A reader ended: with its peer's goodbye, or not (the peer is lost).
+    Gone { peer: NodeId, bye: bool },
+}
+
+/// Node `me`'s connections to every other node.
+pub struct TcpMesh {
+    me: NodeId,
+    rx: Receiver<Inner>,
+    writers: Vec<Option<Sender<Wire>>>,
+    readers: usize,
+}
+
+/// What every connection of a run shares.
+#[derive(Clone)]
+pub struct MeshConfig {
+    /// The run id: a peer of another run is refused, a payload of another run fails its key.
+    pub run_id: u64,
+    /// The congestion control of every socket (`deploy.tcp_congestion`).
+    pub congestion: String,
+    /// Bytes of a pull request on the wire (`pipe.request_bytes`).
+    pub request_bytes: u32,
+    /// The longest payload a node sends.
+    pub max_payload: u64,
+    /// How long to wait for every peer to connect.
+    pub startup: Duration,
+}
+
+/// A listening socket for a node, tuned before it listens, on `at` (port 0: a free one).
+pub fn listen(at: SocketAddr, congestion: &str) -> anyhow::Result<TcpListener> {
+    let s = tuned_socket(&at, congestion)?;
+    s.set_reuse_address(true)?;
+    s.bind(&at.into()).with_context(|| format!("cannot listen on {at}"))?;
+    // Every node above this one connects at once.
+    s.listen(1024)?;
+    Ok(s.into())
+}
+
+impl TcpMesh {
+    /// Connects node `me` to every node of `addrs` (node `k` listens at `addrs[k]`; this
+    /// node's `listener` is at `addrs[me]`).
+    pub fn connect(me: u32, listener: TcpListener, addrs: &[SocketAddr], cfg: &MeshConfig) -> anyhow::Result<TcpMesh> {
+        let n = addrs.len();
+        let mut streams: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
+        for (k, addr) in addrs.iter().enumerate().take(me as usize) {
+            let s = tuned_socket(addr, &cfg.congestion)?;
+            s.connect_timeout(&(*addr).into(), cfg.startup).with_context(|| format!("node {me}: cannot reach node {k} at {addr}"))?;
+            let mut s: TcpStream = s.into();
+            let mut hello = [0u8; 12];
+            hello[..4].copy_from_slice(&me.to_le_bytes());
+            hello[4..].copy_from_slice(&cfg.run_id.to_le_bytes());
+            s.write_all(&hello)?;
+            streams[k] = Some(s);
+        }
+        accept_higher(me, &listener, &mut streams, cfg)?;
+        let (tx, rx) = channel();
+        let fill: Arc<[u8]> = (0..cfg.max_payload).map(|i| (i * 31 % 251) as u8).collect();
+        let mut writers = Vec::with_capacity(n);
+        let mut readers = 0;
+        for (k, s) in streams.into_iter().enumerate() {
+            let Some(s) = s else {
+                writers.push(None);
+                continue;
+            };
+            let peer = NodeId(k as u32);
+            let (wtx, wrx) = channel();
+            let w = Writer { me, peer, stream: s.try_clone()?, tx: tx.clone(), fill: fill.clone(), cfg: cfg.clone() };
+            std::thread::Builder::new().name(format!("pipe-w{k}")).spawn(move || w.run(wrx))?;
+            let (tx, run_id) = (tx.clone(), cfg.run_id);
+            std::thread::Builder::new().name(format!("pipe-r{k}")).spawn(move || read_peer(peer, s, run_id, &tx))?;
+            writers.push(Some(wtx));
+            readers += 1;
+        }
+        Ok(TcpMesh { me: NodeId(me), rx, writers, readers })
+    }
+}
+
+/// Accepts a connection from every node above `me`, each announcing itself with its number
+/// and the run id.
+fn accept_higher(me: u32, listener: &TcpListener, streams: &mut [Option<TcpStream>], cfg: &MeshConfig) -> anyhow::Result<()> {
+    let n = streams.len() as u32;
+    let until = Instant::now() + cfg.startup;
+    listener.set_nonblocking(true)?;
+    let mut missing = n - 1 - me;
+    while missing > 0 {
+        let mut s = match listener.accept() {
+            Ok((s, _)) => s,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if Instant::now() > until {
+                    bail!("node {me}: {missing} nodes above it did not connect within {:?}", cfg.startup);
+                }
+                std::thread::sleep(Duration::from_millis(2));
+                continue;
+            }
+            Err(e) => return Err(e).context("accept"),
+        };
+        s.set_nonblocking(false)?;
+        s.set_read_timeout(Some(cfg.startup))?;
+        let mut hello = [0u8; 12];
+        s.read_exact(&mut hello)?;
+        s.set_read_timeout(None)?;
+        let k = u32::from_le_bytes(hello[..4].try_into().expect("4 bytes"));
+        let run = u64::from_le_bytes(hello[4..].try_into().expect("8 bytes"));
+        if run != cfg.run_id || k <= me || k >= n || streams[k as usize].is_some() {
+            eprintln!("node {me}: refused a connection announcing node {k} of run {run}");
+            continue;
+        }
+        streams[k as usize] = Some(s);
+        missing -= 1;
+    }
+    Ok(())
+}
+
+/// Reads `peer`'s messages until its goodbye or the connection's end, verifying every payload.
+fn read_peer(peer: NodeId, s: TcpStream, run_id: u64, tx: &Sender<Inner>) {
+    let mut r = BufReader::with_capacity(256 << 10, s);
+    let mut body = Vec::new();
+    let bye = loop {
+        let mut h = [0u8; HEAD_BYTES];
+        if r.read_exact(&mut h).is_err() {
+            break false;
+        }
+        let head = match Head::decode(&h) {
+            Ok(head) if head.len_ok() && head.from == peer.0 => head,
+            _ => {
+                eprintln!("node {peer} sent a broken message header; dropping its connection");
+                break false;
+            }
+        };
+        body.resize(head.len as usize, 0);
+        if r.read_exact(&mut body).is_err() {
+            break false;
+        }
+        let ev = match head.wire(&body) {
+            Some(Wire::Bye) => break true,
+            Some(Wire::Tally(t)) => MeshEvent::Tally(t),
+            Some(Wire::Msg(msg)) => MeshEvent::Msg { from: peer, msg, intact: head.key(run_id).is_none_or(|k| verify(&body, &k)) },
+            None => break false,
+        };
+        if tx.send(Inner::Event(ev)).is_err() {
+            return;
+        }
+    };
+    let _ = tx.send(Inner::Gone { peer, bye });
+}
+
+/// Writes the messages queued for one peer.
+struct Writer {
+    me: u32,
+    peer: NodeId,
+    stream: TcpStream,
+    tx: Sender<Inner>,
+    fill: Arc<[u8]>,
+    cfg: MeshConfig,
+}
+
+impl Writer {
+    fn run(mut self, rx: Receiver<Wire>) {
+        for w in rx {
+            if self.write(&w).is_err() {
+                // The reader of this connection notices the peer gone.
+                return;
+            }
+            match w {
+                Wire::Msg(msg) => {
+                    let _ = self.tx.send(Inner::Event(MeshEvent::Sent { to: self.peer, msg }));
+                }
+                Wire::Bye => {
+                    let _ = self.stream.shutdown(Shutdown::Write);
+                    return;
+                }
+                Wire::Tally(_) => {}
+            }
+        }
+    }
+
+    /// One message: its header, then its body — a verified payload as key, filler, key.
+    fn write(&mut self, w: &Wire) -> io::Result<()> {
+        let tally = match w {
+            Wire::Tally(t) => serde_json::to_vec(t).expect("a tally serializes"),
+            _ => Vec::new(),
+        };
+        let len = if tally.is_empty() { body_len(w, self.cfg.request_bytes) } else { tally.len() as u64 };
+        let head = Head::of(w, self.me, len);
+        let h = head.encode();
+        let len = len as usize;
+        let key = head.key(self.cfg.run_id);
+        let mut parts: Vec<IoSlice> = vec![IoSlice::new(&h)];
+        match &key {
+            Some(k) => {
+                parts.extend([IoSlice::new(k), IoSlice::new(&self.fill[..len - 2 * k.len()]), IoSlice::new(k)])
+            }
+            None if !tally.is_empty() => parts.push(IoSlice::new(&tally)),
+            None => parts.push(IoSlice::new(&self.fill[..len])),
+        }
+        write_all_vectored(&mut self.stream, &mut parts)
+    }
+}
+
+fn write_all_vectored(s: &mut TcpStream, mut parts: &mut [IoSlice<'_>]) -> io::Result<()> {
+    IoSlice::advance_slices(&mut parts, 0);
+    while !parts.is_empty() {
+        match s.write_vectored(parts) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut parts, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+impl Mesh for TcpMesh {
+    fn me(&self) -> NodeId {
+        self.me
+    }
+
+    fn send(&mut self, to: NodeId, w: Wire) {
+        if let Some(Some(tx)) = self.writers.get(to.index()) {
+            // A writer that ended has lost its peer: the reader says so.
+            let _ = tx.send(w);
+        }
+    }
+
+    fn next(&mut self, wait: Duration) -> Option<MeshEvent> {
+        let until = Instant::now() + wait;
+        loop {
+            match self.rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                Ok(Inner::Event(ev)) => return Some(ev),
+                Ok(Inner::Gone { peer, bye }) => {
+                    self.readers -= 1;
+                    // A peer that said goodbye still gets ours, when this node closes.
+                    if !bye {
+                        self.writers[peer.index()] = None;
+                        return Some(MeshEvent::Lost(peer));
+                    }
+                }
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => return None,
+            }
+        }
+    }
+
+    fn close(&mut self, wait: Duration) {
+        for tx in self.writers.iter_mut().filter_map(Option::take) {
+            let _ = tx.send(Wire::Bye);
+        }
+        let until = Instant::now() + wait;
+        while self.readers > 0 && Instant::now() < until {
+            if let Ok(Inner::Gone { .. }) = self.rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                self.readers -= 1;
+            }
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        "tcp"
+    }
+}
