@@ -171,6 +171,7 @@ fn mode(c: &DocCommand) -> Mode {
         Some("role") => Mode::ParseOnly("one role of a run across hosts"),
         Some("testbed" | "validate" | "switch") => Mode::ParseOnly("needs root and namespaces: tests/testbed.rs"),
         Some("run") if has("--metrics") => Mode::ParseOnly("serves a fixed port"),
+        Some("pipe") if has("--kill") => Mode::ParseOnly("exits 1 by design: a node dies (tests/pipe.rs)"),
         _ => Mode::Run,
     }
 }
@@ -241,7 +242,9 @@ fn documented() -> Vec<DocCommand> {
     for f in docs.map(|d| format!("docs/{d}.md")) {
         all.extend(from_markdown(&f));
     }
-    for verb in ["scenario", "sim", "sweep", "plot", "study", "run", "testbed", "validate", "switch", "role", "bench"] {
+    for verb in
+        ["scenario", "sim", "sweep", "plot", "study", "run", "pipe", "testbed", "validate", "switch", "role", "bench"]
+    {
         all.extend(from_help(verb));
     }
     all
@@ -307,7 +310,9 @@ fn every_documented_command_works_as_written() {
 fn help_examples_fit_a_100_column_terminal() {
     // clap wraps help at the terminal's width (100 without a terminal): an example longer than
     // that breaks in the middle of a flag, and the pasted line fails.
-    for verb in ["scenario", "sim", "sweep", "plot", "study", "run", "testbed", "validate", "switch", "role", "bench"] {
+    for verb in
+        ["scenario", "sim", "sweep", "plot", "study", "run", "pipe", "testbed", "validate", "switch", "role", "bench"]
+    {
         let help = String::from_utf8(common::daqnet(&[verb, "--help"]).stdout).unwrap();
         for l in help.lines().skip_while(|l| !l.starts_with("Example")).skip(1) {
             let command = parse_line(String::new(), l).is_some() || l.starts_with("  ip netns exec ");

@@ -323,6 +323,10 @@ pub struct PipeStats {
     /// Measured events built without the fragments of lost nodes.
     #[serde(default)]
     pub incomplete: u64,
+    /// Real runs: fragments and data messages received whose payload was verified (key at both
+    /// ends and length), warm-up included: every one that crossed the network.
+    #[serde(default)]
+    pub verified_payloads: u64,
     /// Fragments or data messages whose payload failed verification (key or length).
     #[serde(default)]
     pub bad_payloads: u64,
@@ -770,7 +774,11 @@ impl RunReport {
             } else {
                 format!("{} parallel", p.parallel_transfers)
             };
-            let over = if p.transport.is_empty() || p.transport == "sim" { String::new() } else { format!(", over {}", p.transport) };
+            let over = if p.transport.is_empty() || p.transport == "sim" {
+                String::new()
+            } else {
+                format!(", over {}", p.transport)
+            };
             if p.pattern.is_empty() || p.pattern == "event_building" {
                 row("pipe", format!("{} nodes, pulls {k}{over}", p.nodes));
             } else {
@@ -787,13 +795,15 @@ impl RunReport {
                     p.recv_bps.mean / 1e9
                 ),
             );
-            let steady = if p.steady_state { "steady state" } else { "mean over the run: too short for a steady state" };
+            let steady =
+                if p.steady_state { "steady state" } else { "mean over the run: too short for a steady state" };
             row("receive per node", format!("{:.1} Gb/s ({steady})", p.steady_recv_bps / 1e9));
             if p.incomplete > 0 {
                 row("incomplete events", format!("{} built without the fragments of lost nodes", p.incomplete));
             }
-            if p.bad_payloads > 0 {
-                row("bad payloads", format!("{} fragments or messages failed verification (key or length)", p.bad_payloads));
+            if p.verified_payloads + p.bad_payloads > 0 {
+                let what = "fragments or messages verified (key at both ends, length)";
+                row("payloads", format!("{} {what}, {} bad", p.verified_payloads, p.bad_payloads));
             }
             for l in &p.lost_nodes {
                 let first = l.noticed.iter().map(|n| n.1).fold(f64::INFINITY, f64::min);

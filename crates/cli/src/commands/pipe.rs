@@ -146,12 +146,7 @@ fn mpi_node(
 }
 
 #[cfg(not(feature = "mpi"))]
-fn mpi_node(
-    _: &Scenario,
-    _: &str,
-    _: &PipeArgs,
-    _: &mut dyn FnMut(u64, u64),
-) -> anyhow::Result<Option<RunReport>> {
+fn mpi_node(_: &Scenario, _: &str, _: &PipeArgs, _: &mut dyn FnMut(u64, u64)) -> anyhow::Result<Option<RunReport>> {
     let _ = node;
     anyhow::bail!(
         "--transport mpi: this daqnet was built without MPI; build it with `cargo build --release --features mpi` \

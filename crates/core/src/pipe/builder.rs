@@ -142,7 +142,11 @@ impl BuilderUnit {
         let (done, building) = std::mem::take(&mut self.building).into_iter().partition(|b| b.left == 0);
         self.building = building;
         let done: Vec<Building> = done;
-        self.out.extend(done.into_iter().map(|b| BuilderOutput::Built { event: b.event, bytes: b.bytes, missing: b.lost }));
+        self.out.extend(done.into_iter().map(|b| BuilderOutput::Built {
+            event: b.event,
+            bytes: b.bytes,
+            missing: b.lost,
+        }));
     }
 
     fn issue(&mut self) {

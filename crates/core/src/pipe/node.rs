@@ -85,6 +85,9 @@ pub struct NodeTally {
     pub built: u64,
     /// Of those, events built without the fragments of lost readout units.
     pub incomplete: u64,
+    /// Fragments and data messages received whose payload the transport verified, warm-up
+    /// included.
+    pub verified: u64,
     /// Fragments (or data messages) received with a wrong key or length.
     pub bad: u64,
     /// Peers it noticed lost, with when: ns of its own clock since its start.
@@ -151,7 +154,8 @@ impl PipeNode {
             let k = senders.len() as u64;
             senders.iter().position(|&x| x == s).map_or(0, |i| total / k + u64::from((i as u64) < total % k))
         };
-        let expected = (0..n).map(|s| if pipe.pattern.destinations(s, n).contains(&me.0) { 0 } else { u64::MAX }).collect();
+        let expected =
+            (0..n).map(|s| if pipe.pattern.destinations(s, n).contains(&me.0) { 0 } else { u64::MAX }).collect();
         let mut node = PipeNode {
             me,
             warmup,
@@ -219,6 +223,8 @@ impl PipeNode {
     pub fn on_message(&mut self, from: NodeId, msg: PipeMsg, intact: bool, now: Nanos) -> Result<(), PipeError> {
         if !intact {
             self.tally.bad += 1;
+        } else if matches!(msg, PipeMsg::Fragment { .. } | PipeMsg::Data { .. }) {
+            self.tally.verified += 1;
         }
         match msg {
             PipeMsg::Assign { event } => {
@@ -304,7 +310,11 @@ impl PipeNode {
     pub fn finished(&self) -> bool {
         match self.pipe.pattern {
             PipePattern::EventBuilding => self.stopped,
-            _ => self.sender.left == 0 && self.sender.in_flight == 0 && self.expected.iter().all(|&e| e == 0 || e == u64::MAX),
+            _ => {
+                self.sender.left == 0
+                    && self.sender.in_flight == 0
+                    && self.expected.iter().all(|&e| e == 0 || e == u64::MAX)
+            }
         }
     }
 
@@ -373,7 +383,9 @@ impl PipeNode {
                 BuilderOutput::Pull { readout, event } if readout.0 == self.me.0 => {
                     self.builder.on_fragment(event, readout, self.pipe.fragment_bytes)?;
                 }
-                BuilderOutput::Pull { readout, event } => self.out.push_back((NodeId(readout.0), PipeMsg::Pull { event })),
+                BuilderOutput::Pull { readout, event } => {
+                    self.out.push_back((NodeId(readout.0), PipeMsg::Pull { event }))
+                }
                 BuilderOutput::Built { event, missing, .. } => {
                     if event.0 >= self.warmup {
                         self.tally.built += 1;
@@ -463,7 +475,15 @@ mod tests {
     }
 
     fn pipe(nodes: u32, pattern: PipePattern) -> Pipe {
-        Pipe { nodes, pattern, parallel_transfers: 2, messages_in_flight: 2, fragment_bytes: 10, message_bytes: 10, ..Pipe::default() }
+        Pipe {
+            nodes,
+            pattern,
+            parallel_transfers: 2,
+            messages_in_flight: 2,
+            fragment_bytes: 10,
+            message_bytes: 10,
+            ..Pipe::default()
+        }
     }
 
     proptest! {

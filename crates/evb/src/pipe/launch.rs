@@ -94,7 +94,12 @@ pub fn tcp_node(
         .split(',')
         .map(|a| a.parse().with_context(|| format!("node {rank}: `{a}` is not a node address")))
         .collect::<anyhow::Result<_>>()?;
-    anyhow::ensure!(addrs.len() == pipe.nodes as usize, "node {rank}: {} addresses for {} nodes", addrs.len(), pipe.nodes);
+    anyhow::ensure!(
+        addrs.len() == pipe.nodes as usize,
+        "node {rank}: {} addresses for {} nodes",
+        addrs.len(),
+        pipe.nodes
+    );
     let cfg = MeshConfig {
         run_id: sc.deploy.run_id,
         congestion: sc.deploy.tcp_congestion.clone(),
@@ -186,7 +191,12 @@ pub fn launch(sc: &Scenario, opts: &PipeLaunch) -> anyhow::Result<(RunReport, i3
 
 /// Waits for node 0 to end (at most the scenario's time limit), killing node `kill` on the way;
 /// returns when it was killed, seconds since the epoch.
-fn watch(nodes: &mut Nodes, sc: &Scenario, kill: Option<(u32, Duration)>, epoch_ns: u64) -> anyhow::Result<Option<f64>> {
+fn watch(
+    nodes: &mut Nodes,
+    sc: &Scenario,
+    kill: Option<(u32, Duration)>,
+    epoch_ns: u64,
+) -> anyhow::Result<Option<f64>> {
     let epoch = epoch_at(epoch_ns);
     let limit = Duration::from_secs_f64(sc.run.time_limit_s);
     let mut killed_at = None;

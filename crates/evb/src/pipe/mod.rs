@@ -22,9 +22,7 @@ pub mod tcp;
 
 use anyhow::{bail, Context};
 use daqnet_core::pipe::{NodeTally, PipeMsg, PipeNode};
-use daqnet_core::report::{
-    steady_rate, FaultRecord, LostNode, Measure, NotBuilt, PipeStats, RunReport, Spread, Track,
-};
+use daqnet_core::report::{steady_rate, FaultRecord, LostNode, Measure, NotBuilt, PipeStats, RunReport, Spread, Track};
 use daqnet_core::scenario::PipePattern;
 use daqnet_core::{EventId, Nanos, NodeId, PuId, Scenario, NS_PER_S};
 use std::io;
@@ -53,10 +51,43 @@ pub enum Wire {
     Bye,
 }
 
+/// What a message is, on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Kind {
+    Assign = 1,
+    Built,
+    Pull,
+    Fragment,
+    Data,
+    Extra,
+    Stop,
+    Tally,
+    Bye,
+}
+
+impl Kind {
+    const ALL: [Kind; 9] = [
+        Kind::Assign,
+        Kind::Built,
+        Kind::Pull,
+        Kind::Fragment,
+        Kind::Data,
+        Kind::Extra,
+        Kind::Stop,
+        Kind::Tally,
+        Kind::Bye,
+    ];
+
+    fn of(b: u8) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| *k as u8 == b)
+    }
+}
+
 /// A message's header: kind, sender, two fields, and the length of the body after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Head {
-    kind: u8,
+    kind: Kind,
     /// The node that sent it.
     pub from: u32,
     a: u64,
@@ -70,16 +101,16 @@ impl Head {
     pub fn of(w: &Wire, from: u32, body: u64) -> Head {
         let (kind, a, b) = match w {
             Wire::Msg(m) => match *m {
-                PipeMsg::Assign { event } => (1, event.0, 0),
-                PipeMsg::Built { event, missing } => (2, event.0, missing as u64),
-                PipeMsg::Pull { event } => (3, event.0, 0),
-                PipeMsg::Fragment { event, bytes } => (4, event.0, bytes),
-                PipeMsg::Data { seq, bytes } => (5, seq, bytes),
-                PipeMsg::Extra { bytes } => (6, 0, bytes),
-                PipeMsg::Stop => (7, 0, 0),
+                PipeMsg::Assign { event } => (Kind::Assign, event.0, 0),
+                PipeMsg::Built { event, missing } => (Kind::Built, event.0, missing as u64),
+                PipeMsg::Pull { event } => (Kind::Pull, event.0, 0),
+                PipeMsg::Fragment { event, bytes } => (Kind::Fragment, event.0, bytes),
+                PipeMsg::Data { seq, bytes } => (Kind::Data, seq, bytes),
+                PipeMsg::Extra { bytes } => (Kind::Extra, 0, bytes),
+                PipeMsg::Stop => (Kind::Stop, 0, 0),
             },
-            Wire::Tally(_) => (8, 0, 0),
-            Wire::Bye => (9, 0, 0),
+            Wire::Tally(_) => (Kind::Tally, 0, 0),
+            Wire::Bye => (Kind::Bye, 0, 0),
         };
         Head { kind, from, a, b, len: body }
     }
@@ -88,7 +119,7 @@ impl Head {
     /// len (8).
     pub fn encode(&self) -> [u8; HEAD_BYTES] {
         let mut h = [0u8; HEAD_BYTES];
-        h[0] = self.kind;
+        h[0] = self.kind as u8;
         h[4..8].copy_from_slice(&self.from.to_le_bytes());
         h[8..16].copy_from_slice(&self.a.to_le_bytes());
         h[16..24].copy_from_slice(&self.b.to_le_bytes());
@@ -99,11 +130,11 @@ impl Head {
     /// Decodes a header; an unknown kind is an error.
     pub fn decode(h: &[u8; HEAD_BYTES]) -> io::Result<Head> {
         let u64_at = |i: usize| u64::from_le_bytes(h[i..i + 8].try_into().expect("8 bytes"));
-        if !(1..=9).contains(&h[0]) {
+        let Some(kind) = Kind::of(h[0]) else {
             return Err(io::Error::new(io::ErrorKind::InvalidData, format!("unknown message kind {}", h[0])));
-        }
+        };
         let from = u32::from_le_bytes(h[4..8].try_into().expect("4 bytes"));
-        Ok(Head { kind: h[0], from, a: u64_at(8), b: u64_at(16), len: u64_at(24) })
+        Ok(Head { kind, from, a: u64_at(8), b: u64_at(16), len: u64_at(24) })
     }
 
     /// The message this header carries, given its body (a tally's JSON); `None` for a tally
@@ -111,15 +142,15 @@ impl Head {
     pub fn wire(&self, body: &[u8]) -> Option<Wire> {
         let event = EventId(self.a);
         Some(Wire::Msg(match self.kind {
-            1 => PipeMsg::Assign { event },
-            2 => PipeMsg::Built { event, missing: self.b as u32 },
-            3 => PipeMsg::Pull { event },
-            4 => PipeMsg::Fragment { event, bytes: self.b },
-            5 => PipeMsg::Data { seq: self.a, bytes: self.b },
-            6 => PipeMsg::Extra { bytes: self.b },
-            7 => PipeMsg::Stop,
-            8 => return serde_json::from_slice(body).ok().map(Wire::Tally),
-            _ => return Some(Wire::Bye),
+            Kind::Assign => PipeMsg::Assign { event },
+            Kind::Built => PipeMsg::Built { event, missing: self.b as u32 },
+            Kind::Pull => PipeMsg::Pull { event },
+            Kind::Fragment => PipeMsg::Fragment { event, bytes: self.b },
+            Kind::Data => PipeMsg::Data { seq: self.a, bytes: self.b },
+            Kind::Extra => PipeMsg::Extra { bytes: self.b },
+            Kind::Stop => PipeMsg::Stop,
+            Kind::Tally => return serde_json::from_slice(body).ok().map(Wire::Tally),
+            Kind::Bye => return Some(Wire::Bye),
         }))
     }
 
@@ -127,15 +158,16 @@ impl Head {
     /// what its message says.
     pub fn len_ok(&self) -> bool {
         match self.kind {
-            8 => self.len <= MAX_TALLY,
-            4 | 5 | 6 => self.len == self.b,
+            Kind::Tally => self.len <= MAX_TALLY,
+            Kind::Fragment | Kind::Data | Kind::Extra => self.len == self.b,
             _ => self.len <= u32::MAX as u64,
         }
     }
 
     /// The key a verified payload of this message carries, if it is one (fragment, data).
     pub fn key(&self, run_id: u64) -> Option<[u8; KEY_BYTES]> {
-        matches!(self.kind, 4 | 5).then(|| payload_key(run_id, self.kind, self.a, self.from))
+        matches!(self.kind, Kind::Fragment | Kind::Data)
+            .then(|| payload_key(run_id, self.kind as u8, self.a, self.from))
     }
 }
 
@@ -314,14 +346,18 @@ fn report(sc: &Scenario, origin: &str, node: &PipeNode, mut tallies: Vec<NodeTal
         in_flight = usize::MAX;
         steady_bytes = 0.0;
     }
-    let bps = |bytes: u64, t: &NodeTally| if t.span_ns > 0 { bytes as f64 * 8.0 / (t.span_ns as f64 / 1e9) } else { 0.0 };
+    let bps =
+        |bytes: u64, t: &NodeTally| if t.span_ns > 0 { bytes as f64 * 8.0 / (t.span_ns as f64 / 1e9) } else { 0.0 };
     let mut per_node = vec![(0.0, 0.0); n as usize];
     for t in &tallies {
         per_node[t.node as usize] = (bps(t.sent_bytes, t), bps(t.recv_bytes, t));
     }
-    let reporting = |f: fn(&(f64, f64)) -> f64| Spread::of(&tallies.iter().map(|t| f(&per_node[t.node as usize])).collect::<Vec<_>>());
+    let reporting = |f: fn(&(f64, f64)) -> f64| {
+        Spread::of(&tallies.iter().map(|t| f(&per_node[t.node as usize])).collect::<Vec<_>>())
+    };
     let recv = reporting(|p| p.1);
-    let receivers: Vec<f64> = tallies.iter().filter(|t| t.recv_bytes > 0).map(|t| per_node[t.node as usize].1).collect();
+    let receivers: Vec<f64> =
+        tallies.iter().filter(|t| t.recv_bytes > 0).map(|t| per_node[t.node as usize].1).collect();
     let steady = steady_rate(&mut done, in_flight).map(|r| r * steady_bytes * 8.0);
     let mut measured = measure.finish();
     if pipe.pattern != PipePattern::EventBuilding {
@@ -329,7 +365,8 @@ fn report(sc: &Scenario, origin: &str, node: &PipeNode, mut tallies: Vec<NodeTal
         measured.duration_s = tallies.iter().map(|t| t.span_ns).max().unwrap_or(0) as f64 / NS_PER_S as f64;
         let d = measured.duration_s;
         measured.event_rate_hz = if d > 0.0 { measured.events_built as f64 / d } else { 0.0 };
-        measured.goodput_bps = if d > 0.0 { tallies.iter().map(|t| t.recv_bytes).sum::<u64>() as f64 * 8.0 / d } else { 0.0 };
+        measured.goodput_bps =
+            if d > 0.0 { tallies.iter().map(|t| t.recv_bytes).sum::<u64>() as f64 * 8.0 / d } else { 0.0 };
     }
     let built = measured.events_built;
     let mut r = RunReport::measured("run", origin, sc, measured);
@@ -349,6 +386,7 @@ fn report(sc: &Scenario, origin: &str, node: &PipeNode, mut tallies: Vec<NodeTal
         per_node,
         transport: transport.into(),
         incomplete: tallies.iter().map(|t| t.incomplete).sum(),
+        verified_payloads: tallies.iter().map(|t| t.verified).sum(),
         bad_payloads: tallies.iter().map(|t| t.bad).sum(),
         lost_nodes,
     });

@@ -88,20 +88,25 @@ impl MpiMesh {
         let len = if tally.is_empty() { body_len(w, self.request_bytes) } else { tally.len() as u64 } as usize;
         let head = Head::of(w, self.me.0, len as u64);
         let size = HEAD_BYTES + len;
-        let mut buf = match self.spare.iter().position(|b| b.len() == size) {
-            Some(i) => self.spare.swap_remove(i),
-            None => vec![0u8; size].into_boxed_slice(),
+        // A spare buffer of the size already holds the filler, which never changes: only the
+        // header and the keys are rewritten (a megabyte copied per message otherwise).
+        let (mut buf, filled) = match self.spare.iter().position(|b| b.len() == size) {
+            Some(i) => (self.spare.swap_remove(i), true),
+            None => (vec![0u8; size].into_boxed_slice(), false),
         };
         buf[..HEAD_BYTES].copy_from_slice(&head.encode());
         let body = &mut buf[HEAD_BYTES..];
         match head.key(self.run_id) {
             Some(k) => {
-                body[8..len - 8].copy_from_slice(&self.fill[..len - 16]);
+                if !filled {
+                    body[8..len - 8].copy_from_slice(&self.fill[..len - 16]);
+                }
                 body[..8].copy_from_slice(&k);
                 body[len - 8..].copy_from_slice(&k);
             }
             None if !tally.is_empty() => body.copy_from_slice(&tally),
-            None => body.copy_from_slice(&self.fill[..len]),
+            None if !filled => body.copy_from_slice(&self.fill[..len]),
+            None => {}
         }
         buf
     }
@@ -114,8 +119,10 @@ impl MpiMesh {
                 Ok(_) => {
                     // SAFETY: `buf` came from `Box::leak` in `send`, and the request that
                     // borrowed it has completed and been consumed: nothing refers to it now.
-                    self.spare.push(unsafe { Box::from_raw(p.buf) });
+                    let buf = unsafe { Box::from_raw(p.buf) };
+                    // Only a message's buffer holds the filler a spare must hold.
                     if let Some(msg) = p.msg {
+                        self.spare.push(buf);
                         self.ready.push_back(MeshEvent::Sent { to: p.to, msg });
                     }
                 }

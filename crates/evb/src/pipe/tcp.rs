@@ -23,7 +23,10 @@ use std::time::{Duration, Instant};
 enum Inner {
     Event(MeshEvent),
     /// A reader ended: with its peer's goodbye, or not (the peer is lost).
-    Gone { peer: NodeId, bye: bool },
+    Gone {
+        peer: NodeId,
+        bye: bool,
+    },
 }
 
 /// Node `me`'s connections to every other node.
@@ -67,7 +70,8 @@ impl TcpMesh {
         let mut streams: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
         for (k, addr) in addrs.iter().enumerate().take(me as usize) {
             let s = tuned_socket(addr, &cfg.congestion)?;
-            s.connect_timeout(&(*addr).into(), cfg.startup).with_context(|| format!("node {me}: cannot reach node {k} at {addr}"))?;
+            s.connect_timeout(&(*addr).into(), cfg.startup)
+                .with_context(|| format!("node {me}: cannot reach node {k} at {addr}"))?;
             let mut s: TcpStream = s.into();
             let mut hello = [0u8; 12];
             hello[..4].copy_from_slice(&me.to_le_bytes());
@@ -100,7 +104,12 @@ impl TcpMesh {
 
 /// Accepts a connection from every node above `me`, each announcing itself with its number
 /// and the run id.
-fn accept_higher(me: u32, listener: &TcpListener, streams: &mut [Option<TcpStream>], cfg: &MeshConfig) -> anyhow::Result<()> {
+fn accept_higher(
+    me: u32,
+    listener: &TcpListener,
+    streams: &mut [Option<TcpStream>],
+    cfg: &MeshConfig,
+) -> anyhow::Result<()> {
     let n = streams.len() as u32;
     let until = Instant::now() + cfg.startup;
     listener.set_nonblocking(true)?;
@@ -157,7 +166,9 @@ fn read_peer(peer: NodeId, s: TcpStream, run_id: u64, tx: &Sender<Inner>) {
         let ev = match head.wire(&body) {
             Some(Wire::Bye) => break true,
             Some(Wire::Tally(t)) => MeshEvent::Tally(t),
-            Some(Wire::Msg(msg)) => MeshEvent::Msg { from: peer, msg, intact: head.key(run_id).is_none_or(|k| verify(&body, &k)) },
+            Some(Wire::Msg(msg)) => {
+                MeshEvent::Msg { from: peer, msg, intact: head.key(run_id).is_none_or(|k| verify(&body, &k)) }
+            }
             None => break false,
         };
         if tx.send(Inner::Event(ev)).is_err() {
@@ -210,9 +221,7 @@ impl Writer {
         let key = head.key(self.cfg.run_id);
         let mut parts: Vec<IoSlice> = vec![IoSlice::new(&h)];
         match &key {
-            Some(k) => {
-                parts.extend([IoSlice::new(k), IoSlice::new(&self.fill[..len - 2 * k.len()]), IoSlice::new(k)])
-            }
+            Some(k) => parts.extend([IoSlice::new(k), IoSlice::new(&self.fill[..len - 2 * k.len()]), IoSlice::new(k)]),
             None if !tally.is_empty() => parts.push(IoSlice::new(&tally)),
             None => parts.push(IoSlice::new(&self.fill[..len])),
         }
@@ -277,5 +286,74 @@ impl Mesh for TcpMesh {
 
     fn name(&self) -> &'static str {
         "tcp"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use daqnet_core::pipe::PipeMsg;
+    use daqnet_core::EventId;
+
+    /// Node 0 of two, with node 1 played by hand (`write`): what node 0's loop hears.
+    fn node0_hears(write: impl FnOnce(&mut TcpStream) + Send + 'static) -> Vec<MeshEvent> {
+        let cfg = MeshConfig {
+            run_id: 77,
+            congestion: "reno".into(),
+            request_bytes: 64,
+            max_payload: 64,
+            startup: Duration::from_secs(5),
+        };
+        let l = listen("127.0.0.1:0".parse().unwrap(), &cfg.congestion).unwrap();
+        let at = l.local_addr().unwrap();
+        let peer = std::thread::spawn(move || {
+            let mut s = TcpStream::connect(at).unwrap();
+            let mut hello = [0u8; 12];
+            hello[..4].copy_from_slice(&1u32.to_le_bytes());
+            hello[4..].copy_from_slice(&77u64.to_le_bytes());
+            s.write_all(&hello).unwrap();
+            write(&mut s);
+        });
+        let mut mesh = TcpMesh::connect(0, l, &[at, at], &cfg).unwrap();
+        peer.join().unwrap();
+        std::iter::from_fn(|| mesh.next(Duration::from_millis(500))).collect()
+    }
+
+    fn fragment(s: &mut TcpStream, event: u64, key_run: u64) {
+        let w = Wire::Msg(PipeMsg::Fragment { event: EventId(event), bytes: 32 });
+        let head = Head::of(&w, 1, 32);
+        let key = Head::of(&w, 1, 32).key(key_run).unwrap();
+        let mut body = vec![9u8; 32];
+        body[..8].copy_from_slice(&key);
+        body[24..].copy_from_slice(&key);
+        s.write_all(&head.encode()).unwrap();
+        s.write_all(&body).unwrap();
+    }
+
+    #[test]
+    fn every_payload_is_verified_and_a_goodbye_is_not_a_loss() {
+        let heard = node0_hears(|s| {
+            fragment(s, 5, 77);
+            fragment(s, 6, 78); // another run's key
+            s.write_all(&Head::of(&Wire::Bye, 1, 0).encode()).unwrap();
+        });
+        let msg = |event, intact| MeshEvent::Msg {
+            from: NodeId(1),
+            msg: PipeMsg::Fragment { event: EventId(event), bytes: 32 },
+            intact,
+        };
+        assert_eq!(heard, vec![msg(5, true), msg(6, false)]);
+    }
+
+    #[test]
+    fn a_connection_that_ends_without_a_goodbye_is_a_lost_node() {
+        let heard = node0_hears(|s| {
+            fragment(s, 5, 77);
+            // A header announcing more body than comes, then the end: the process died.
+            let w = Wire::Msg(PipeMsg::Fragment { event: EventId(6), bytes: 32 });
+            s.write_all(&Head::of(&w, 1, 32).encode()).unwrap();
+        });
+        assert_eq!(heard.len(), 2, "{heard:?}");
+        assert_eq!(heard[1], MeshEvent::Lost(NodeId(1)));
     }
 }

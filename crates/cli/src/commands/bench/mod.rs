@@ -6,6 +6,7 @@
 //! throughput of the simulator's event queue (schedule + pop of small events), which tracks how
 //! fast this machine is at the simulator's innermost operation.
 
+mod pipe;
 mod run;
 mod scale;
 mod switch;
@@ -21,8 +22,10 @@ use std::time::Instant;
 /// Measure simulator speed: collision events, packets and scheduler events per wall second,
 /// and peak memory, on the ATLAS 2015 set-up (Switch 1, 400 credits) and a DAQ-like load;
 /// then the parallel speed-up of an 8-point sweep (--jobs 2 against --jobs 1); then the real
-/// event builder (`daqnet run`) against raw TCP between two processes on loopback; then one TCP
-/// stream through the testbed's daqring switch against the kernel bridge (root only).
+/// event builder (`daqnet run`) against raw TCP between two processes on loopback; then DAQPIPE's
+/// gather (`daqnet pipe`) against raw all-to-all TCP (and, in a build with MPI, against
+/// `MPI_Alltoall`); then one TCP stream through the testbed's daqring switch against the kernel
+/// bridge (root only).
 #[derive(Args)]
 #[command(after_help = "Example:\n  cargo run --release -- bench")]
 pub struct BenchArgs {
@@ -34,10 +37,17 @@ pub struct BenchArgs {
     repeat: u32,
     /// Run only one part: `sim` (simulator speed), `scale` (the simulator's cost as the system
     /// grows from 25 to 500 nodes), `sweep` (parallel sweep speed-up), `run`
-    /// (real event builder goodput against raw TCP) or `switch` (one TCP stream through the
+    /// (real event builder goodput against raw TCP), `pipe` (DAQPIPE's gather against raw
+    /// all-to-all TCP, and MPI in an MPI build) or `switch` (one TCP stream through the
     /// daqring switch against the kernel bridge; needs root).
-    #[arg(long, value_parser = ["sim", "scale", "sweep", "run", "switch"])]
+    #[arg(long, value_parser = ["sim", "scale", "sweep", "run", "pipe", "switch"])]
     only: Option<String>,
+    /// Internal: be node RANK of the raw all-to-all for --seconds.
+    #[arg(long, hide = true, value_name = "RANK")]
+    raw_node: Option<u32>,
+    /// Internal: be a rank of the raw MPI all-to-all (under mpirun).
+    #[arg(long, hide = true)]
+    raw_mpi: bool,
     /// Internal: send raw TCP to this address for --seconds (the raw TCP baseline's sender).
     #[arg(long, hide = true, value_name = "ADDR")]
     raw_tcp_send: Option<String>,
@@ -149,6 +159,15 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
         run::raw_tcp_send(addr, a.seconds)?;
         return Ok(ExitCode::SUCCESS);
     }
+    if let Some(rank) = a.raw_node {
+        pipe::raw_node(rank, a.seconds)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if a.raw_mpi {
+        #[cfg(feature = "mpi")]
+        pipe::raw_mpi_rank()?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let part = |p: &str| a.only.as_deref().is_none_or(|o| o == p);
     if part("sim") {
         bench_sim(&a)?;
@@ -161,6 +180,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     }
     if part("run") {
         run::bench_run(&a.scenarios, a.repeat)?;
+    }
+    if part("pipe") {
+        pipe::bench_pipe(&a.scenarios, a.repeat)?;
     }
     if part("switch") {
         switch::bench_switch(&a.scenarios, a.repeat)?;
