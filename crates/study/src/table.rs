@@ -49,6 +49,16 @@ const FARM: &[Column] = &[
     ("mean_token_queue", |r| r.farm.as_ref().map_or(0.0, |f| f.mean_token_queue)),
 ];
 
+/// Columns of a DAQPIPE sweep (reports with a `pipe` section), after the summary.
+const PIPE: &[Column] = &[
+    ("steady_recv_bps", |r| r.pipe.as_ref().map_or(0.0, |p| p.steady_recv_bps)),
+    ("steady_state", |r| r.pipe.as_ref().map_or(0.0, |p| p.steady_state as u8 as f64)),
+    ("recv_mean_bps", |r| r.pipe.as_ref().map_or(0.0, |p| p.recv_bps.mean)),
+    ("recv_min_bps", |r| r.pipe.as_ref().map_or(0.0, |p| p.recv_bps.min)),
+    ("recv_cv", |r| r.pipe.as_ref().map_or(0.0, |p| p.recv_bps.cv)),
+    ("send_mean_bps", |r| r.pipe.as_ref().map_or(0.0, |p| p.send_bps.mean)),
+];
+
 /// Writes `out/table.csv` from the finished points among the sweep's `points` in `out`, with a
 /// column per swept path in `axes`; returns its path and the number of rows.
 pub fn write(out: &Path, axes: &[String], points: usize) -> anyhow::Result<(PathBuf, usize)> {
@@ -60,10 +70,12 @@ pub fn write(out: &Path, axes: &[String], points: usize) -> anyhow::Result<(Path
             finished.push((dir, meta, report));
         }
     }
-    let columns: Vec<&Column> = match finished.iter().any(|(_, _, r)| r.farm.is_some()) {
-        true => SUMMARY.iter().chain(FARM).collect(),
-        false => SUMMARY.iter().collect(),
-    };
+    let has = |f: fn(&RunReport) -> bool| finished.iter().any(|(_, _, r)| f(r));
+    let columns: Vec<&Column> = SUMMARY
+        .iter()
+        .chain(if has(|r| r.farm.is_some()) { FARM } else { &[] })
+        .chain(if has(|r| r.pipe.is_some()) { PIPE } else { &[] })
+        .collect();
     let mut w = csv::Writer::from_path(&path).with_context(|| format!("cannot write {}", path.display()))?;
     let mut header: Vec<String> = ["point", "series", "repeat", "seed"].map(String::from).to_vec();
     header.extend(axes.iter().cloned());

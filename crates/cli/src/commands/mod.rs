@@ -182,7 +182,7 @@ pub fn verdict(r: &daqnet_core::report::RunReport, sc: &Scenario, file: &str) ->
         let link = pipe.link_bps as f64 * sc.network.payload_share();
         return vec![
             format!(
-                "verdict: {} each node receives {:.1} Gb/s of fragments = {:.1} % of its link's payload capacity \
+                "verdict: {} each node receives {:.1} Gb/s of payload = {:.1} % of its link's payload capacity \
                  ({:.1} Gb/s); {} drops, {} timeouts",
                 if p.steady_state { "in steady state" } else { "over this short run (under four rounds)" },
                 p.steady_recv_bps / 1e9,
@@ -191,7 +191,12 @@ pub fn verdict(r: &daqnet_core::report::RunReport, sc: &Scenario, file: &str) ->
                 r.switch.drops,
                 r.tcp.timeouts
             ),
-            format!("compare: daqnet sweep {file} --vary pipe.parallel_transfers=1,2,4,8,16,32"),
+            match pipe.pattern {
+                daqnet_core::scenario::PipePattern::EventBuilding => {
+                    format!("compare: daqnet sweep {file} --vary pipe.parallel_transfers=1,2,4,8,16,32")
+                }
+                _ => format!("compare: daqnet sweep {file} --vary pipe.messages_in_flight=1,2,4,8,16"),
+            },
         ];
     }
     let worst = r.switch.ports.iter().max_by_key(|p| (p.drops, p.peak_bytes));

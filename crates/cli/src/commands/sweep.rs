@@ -150,15 +150,21 @@ pub fn finish(done: &Executed, out: &Path, quiet: bool) -> anyhow::Result<ExitCo
 /// The table's identifying and headline columns, aligned.
 fn overview(t: &Table) -> String {
     let first = t.columns.iter().position(|c| c == "events_built").unwrap_or(t.columns.len());
-    let wanted = ["latency_mean_ms", "latency_median_ms", "latency_p99_ms", "share_ge_100ms", "timeouts", "drops"];
+    let wanted: &[&str] = if t.columns.iter().any(|c| c == "steady_recv_bps") {
+        &["steady_recv_bps", "recv_mean_bps", "latency_p99_ms", "timeouts", "drops"]
+    } else {
+        &["latency_mean_ms", "latency_median_ms", "latency_p99_ms", "share_ge_100ms", "timeouts", "drops"]
+    };
     // Identifying columns that are the same on every row (one series, one repeat) say nothing.
     let varies = |i: usize| t.rows.iter().any(|r| r[i] != t.rows[0][i]);
     let cols: Vec<usize> = (1..first)
         .filter(|&i| t.columns[i] != "seed" && (varies(i) || t.columns[i].contains('.')))
-        .chain(wanted.iter().filter_map(|w| t.columns.iter().position(|c| c == w)))
+        .chain(wanted.iter().filter_map(|w| t.columns.iter().position(|c| c == *w)))
         .collect();
-    let short = |c: &str| c.rsplit('.').next().unwrap_or(c).replace("latency_", "").to_string();
+    // Bandwidths in Gb/s: a column `x_bps` is shown as `x_gbps`.
+    let short = |c: &str| c.rsplit('.').next().unwrap_or(c).replace("latency_", "").replace("_bps", "_gbps");
     let cell = |r: &Vec<String>, i: usize| match r[i].parse::<f64>() {
+        Ok(v) if t.columns[i].ends_with("_bps") => format!("{:.1}", v / 1e9),
         Ok(v) if r[i].contains('.') => format!("{v:.3}"),
         _ => r[i].clone(),
     };

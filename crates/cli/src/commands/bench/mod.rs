@@ -22,8 +22,8 @@ use std::time::Instant;
 /// Measure simulator speed: collision events, packets and scheduler events per wall second,
 /// and peak memory, on the ATLAS 2015 set-up (Switch 1, 400 credits) and a DAQ-like load;
 /// then the parallel speed-up of an 8-point sweep (--jobs 2 against --jobs 1); then the real
-/// event builder (`daqnet run`) against raw TCP between two processes on loopback; then DAQPIPE's
-/// gather (`daqnet pipe`) against raw all-to-all TCP (and, in a build with MPI, against
+/// event builder (`daqnet run`) against raw TCP between two processes on loopback; then DAQPIPE:
+/// 500 nodes in the simulator, and its gather (`daqnet pipe`) against raw all-to-all TCP (and, in a build with MPI, against
 /// `MPI_Alltoall`); then one TCP stream through the testbed's daqring switch against the kernel
 /// bridge (root only).
 #[derive(Args)]
@@ -37,8 +37,8 @@ pub struct BenchArgs {
     repeat: u32,
     /// Run only one part: `sim` (simulator speed), `scale` (the simulator's cost as the system
     /// grows from 25 to 500 nodes), `sweep` (parallel sweep speed-up), `run`
-    /// (real event builder goodput against raw TCP), `pipe` (DAQPIPE's gather against raw
-    /// all-to-all TCP, and MPI in an MPI build) or `switch` (one TCP stream through the
+    /// (real event builder goodput against raw TCP), `pipe` (DAQPIPE: 500 nodes simulated, and
+    /// its gather against raw all-to-all TCP, and MPI in an MPI build) or `switch` (one TCP stream through the
     /// daqring switch against the kernel bridge; needs root).
     #[arg(long, value_parser = ["sim", "scale", "sweep", "run", "pipe", "switch"])]
     only: Option<String>,
@@ -149,7 +149,7 @@ fn queue_baseline() -> f64 {
 /// Runs the verb.
 pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some(name) = &a.case {
-        let all = reference_cases().into_iter().chain(scale::cases());
+        let all = reference_cases().into_iter().chain(scale::cases()).chain([pipe::gather_500()]);
         let case =
             all.into_iter().find(|c| &c.name == name).ok_or_else(|| anyhow::anyhow!("no bench case `{name}`"))?;
         run_case(&a.scenarios, &case)?;

@@ -133,8 +133,21 @@ fn in_flight(n: u32) -> String {
     format!("pipe.messages_in_flight={}", 2 * (n - 1))
 }
 
+/// The simulator at DAQPIPE's planned size: 500 nodes on a leaf-spine, gather, 10 ms of traffic.
+pub fn gather_500() -> super::Case {
+    super::Case::new("daqpipe: 500 nodes, gather, 10 ms", "daqpipe/gather-500.toml", &[])
+}
+
 /// Runs the benchmark and prints its table.
 pub fn bench_pipe(scenarios: &Path, repeat: u32) -> anyhow::Result<()> {
+    let v = super::time_case(scenarios, &gather_500(), 1)?;
+    println!(
+        "\nsimulator, 500 nodes x 100 Gb/s on a leaf-spine, gather: {:.1} ms of traffic in {:.1} s on one core, peak {:.2} GiB \
+         (goal <= 600 s, <= 8 GiB)",
+        v["simulated_s"].as_f64().unwrap_or(f64::NAN) * 1e3,
+        v["wall_s"].as_f64().unwrap_or(f64::NAN),
+        v["peak_mib"].as_f64().unwrap_or(f64::NAN) / 1024.0
+    );
     println!(
         "\nDAQPIPE gather against raw all-to-all on loopback ({} CPU cores), receive per node, best of {repeat}:",
         super::super::cores()
