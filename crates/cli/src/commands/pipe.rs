@@ -28,7 +28,7 @@ use std::time::Duration;
 #[command(after_help = "Examples:\n  daqnet pipe scenarios/daqpipe/real-tcp.toml\n  \
 daqnet pipe scenarios/daqpipe/real-tcp.toml --set pipe.nodes=8 --set pipe.pattern=gather\n  \
 daqnet pipe scenarios/daqpipe/real-tcp.toml --kill 2@300ms        # a node dies mid-run\n  \
-mpirun --oversubscribe -np 4 daqnet pipe scenarios/daqpipe/real-tcp.toml --transport mpi\n\
+mpirun -np 4 daqnet pipe scenarios/daqpipe/real-tcp.toml --transport mpi\n\
 See docs/daqpipe.md.")]
 pub struct PipeArgs {
     #[command(flatten)]
