@@ -66,6 +66,9 @@ fn parse_line(origin: String, line: &str) -> Option<DocCommand> {
     let mut w = words(line);
     let start = if w.first().map(String::as_str) == Some("daqnet") {
         1
+    } else if w.first().map(String::as_str) == Some("mpirun") {
+        // `mpirun [its flags] daqnet …`: the daqnet part is checked.
+        w.iter().position(|x| x == "daqnet" || x.ends_with("/daqnet"))? + 1
     } else if w.starts_with(&["cargo".into(), "run".into()]) {
         w.iter().position(|x| x == "--")? + 1
     } else {
@@ -172,6 +175,7 @@ fn mode(c: &DocCommand) -> Mode {
         Some("testbed" | "validate" | "switch") => Mode::ParseOnly("needs root and namespaces: tests/testbed.rs"),
         Some("run") if has("--metrics") => Mode::ParseOnly("serves a fixed port"),
         Some("pipe") if has("--kill") => Mode::ParseOnly("exits 1 by design: a node dies (tests/pipe.rs)"),
+        Some("pipe") if c.args.iter().any(|a| a == "mpi") => Mode::ParseOnly("runs under mpirun (tests/pipe.rs)"),
         _ => Mode::Run,
     }
 }

@@ -42,12 +42,17 @@ fn assert_complete(r: &Value, nodes: u64, transport: &str, out: &str) {
     assert_eq!(u(&p["verified_payloads"]), (40 + 400) * (nodes - 1), "{r}");
     assert_eq!(u(&p["bad_payloads"]), 0);
     assert_eq!(u(&p["incomplete"]), 0);
-    let per_node = p["per_node"].as_array().unwrap();
+    assert_complete_per_node(r, nodes);
+    assert!(r.get("faults").is_none_or(|f| f.as_array().unwrap().is_empty()), "{r}");
+}
+
+/// Every one of `nodes` nodes sent and received.
+fn assert_complete_per_node(r: &Value, nodes: u64) {
+    let per_node = r["pipe"]["per_node"].as_array().unwrap();
     assert_eq!(per_node.len() as u64, nodes);
     for (i, n) in per_node.iter().enumerate() {
-        assert!(n[0].as_f64().unwrap() > 0.0 && n[1].as_f64().unwrap() > 0.0, "node {i} idle: {p}");
+        assert!(n[0].as_f64().unwrap() > 0.0 && n[1].as_f64().unwrap() > 0.0, "node {i} idle: {r}");
     }
-    assert!(r.get("faults").is_none_or(|f| f.as_array().unwrap().is_empty()), "{r}");
 }
 
 #[test]
@@ -105,12 +110,36 @@ fn a_killed_node_is_noticed_within_a_second_and_the_others_finish() {
 }
 
 #[test]
+fn one_way_and_two_processes_per_node_over_tcp() {
+    // One way: nodes 0 and 1 only send, 2 and 3 only receive, each event's 2 fragments crossing.
+    // Two processes per node: 8 processes, node i's builder pulls its own node's fragment from
+    // its readout-unit process too (verified, but not counted as crossing the node's link).
+    let _one = serial();
+    let (code, r, out) = pipe("pipe-one-way", &[], &["--set", "pipe.direction=one_way"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(u(&r["pipe"]["verified_payloads"]), 440 * 2);
+    let roles: Vec<(bool, bool)> = r["pipe"]["per_node"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n[0].as_f64().unwrap() > 0.0, n[1].as_f64().unwrap() > 0.0))
+        .collect();
+    assert_eq!(roles, vec![(true, false), (true, false), (false, true), (false, true)]);
+    let (code, r, out) = pipe("pipe-2ppn", &[], &["--set", "pipe.processes_per_node=2"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(u(&r["pipe"]["verified_payloads"]), 440 * 4);
+    assert_complete_per_node(&r, 4);
+}
+
+#[test]
 fn bad_requests_say_what_is_allowed() {
     for (args, says) in [
-        (vec!["--kill", "0@1s"], "node 0 hosts the event manager"),
+        (vec!["--kill", "0@1s"], "process 0 hosts the event manager"),
         (vec!["--kill", "9@1s"], "must be 1..4"),
         (vec!["--kill", "2"], "expected NODE@TIME"),
         (vec!["--set", "pipe.fragment_bytes=8"], "pipe.fragment_bytes"),
+        (vec!["--set", "pipe.processes_per_node=3"], "must be 1 or 2"),
+        (vec!["--set", "pipe.direction=one_way", "--set", "pipe.pattern=gather"], "pipe.direction"),
     ] {
         let (code, _, out) = pipe("pipe-bad", &[], &args);
         assert_eq!(code, Some(2), "{args:?}: {out}");
@@ -149,12 +178,15 @@ fn mpi_event_building_on_8_ranks_verifies_every_fragment() {
 
 #[cfg(feature = "mpi")]
 #[test]
-fn mpi_needs_one_rank_per_node() {
+fn mpi_needs_one_rank_per_process() {
     let _one = serial();
     let (code, r, out) = pipe("pipe-mpi-size", &MPIRUN, &["--transport", "mpi"]);
     assert_ne!(code, Some(0));
     assert!(r.is_null());
-    assert!(out.contains("the MPI world has 8 ranks and pipe.nodes is 4"), "{out}");
+    assert!(out.contains("the MPI world has 8 ranks and the pipe needs 4"), "{out}");
+    let (code, r, out) = pipe("pipe-mpi-2ppn", &MPIRUN, &["--transport", "mpi", "--set", "pipe.processes_per_node=2"]);
+    assert_eq!(code, Some(0), "two processes per node for 4 nodes are 8 ranks: {out}");
+    assert_eq!(u(&r["pipe"]["verified_payloads"]), 440 * 4);
 }
 
 #[cfg(feature = "mpi")]

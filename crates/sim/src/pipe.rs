@@ -11,7 +11,7 @@ use crate::net::fabric::Fabric;
 use crate::sockets::{run, Dataflow, End, Ev, Sockets};
 use crate::tcp::TcpParams;
 use crate::world::{SimOptions, SimOutput};
-use daqnet_core::pipe::{BuilderOutput, BuilderUnit, EventManager};
+use daqnet_core::pipe::{BuilderOutput, BuilderUnit, EventManager, PipeRoles};
 use daqnet_core::report::{steady_rate, EventRecord, Measure, NotBuilt, PipeStats, RunReport, Spread, Track};
 use daqnet_core::scenario::{Pipe, PipePattern};
 use daqnet_core::{ConnId, EventId, Nanos, NodeId, PuId, ReadoutId, Scenario};
@@ -78,6 +78,7 @@ struct PipeWorld<'a> {
     cycle: Vec<u64>,
     /// Synthetic patterns: data messages sent so far.
     generated: u64,
+    roles: PipeRoles,
     warmup: u64,
     built: u64,
     total: u64,
@@ -146,11 +147,16 @@ impl<'a> PipeWorld<'a> {
         let params = TcpParams::from_config(&scenario.network.tcp, scenario.network.mss_bytes());
         let pairs = (0..n).flat_map(move |b| (0..n).filter(move |&r| r != b).map(move |r| (b, r)));
         let total = scenario.run.warmup_events + scenario.run.events;
+        // One host per node: readout unit `r` is on host `r`.
+        let roles = PipeRoles::of(&pipe, false);
+        let readouts = roles.readouts.len() as u32;
         PipeWorld {
             q: EventQueue::new(),
             net: Sockets::new(fabric, &params, pairs),
-            em: EventManager::new(n, pipe.credits_per_builder, total),
-            builders: (0..n).map(|b| BuilderUnit::new(NodeId(b), n, pipe.parallel())).collect(),
+            em: EventManager::new(&roles.builders, pipe.credits_per_builder, total),
+            builders: (0..n)
+                .map(|b| BuilderUnit::new(NodeId(b), roles.pull_start(NodeId(b)), readouts, pipe.parallel()))
+                .collect(),
             assigned: Vec::new(),
             measure: Measure::new(scenario.run.warmup_events),
             records: Vec::new(),
@@ -162,6 +168,7 @@ impl<'a> PipeWorld<'a> {
                 .collect(),
             cycle: pipe.pattern.cycle(pipe.message_bytes),
             generated: 0,
+            roles,
             warmup: scenario.run.warmup_events,
             built: 0,
             total,
@@ -308,13 +315,15 @@ impl<'a> PipeWorld<'a> {
     fn steady_recv_bps(&mut self) -> Option<f64> {
         let senders = self.streams.iter().filter(|s| !s.destinations.is_empty()).count();
         let in_flight = match self.pipe.pattern {
-            PipePattern::EventBuilding => self.pipe.nodes as usize * self.pipe.credits_per_builder as usize,
+            PipePattern::EventBuilding => self.roles.builders.len() * self.pipe.credits_per_builder as usize,
             _ => senders * self.pipe.messages_in_flight as usize,
         };
         let rate = steady_rate(&mut self.done, in_flight)?;
-        let nodes = self.pipe.nodes as f64;
         Some(match self.pipe.pattern {
-            PipePattern::EventBuilding => rate * (nodes - 1.0) * self.pipe.fragment_bytes as f64 * 8.0 / nodes,
+            PipePattern::EventBuilding => {
+                let (remote, receivers) = (self.roles.remote_fragments() as f64, self.roles.receiving_nodes() as f64);
+                rate * remote * self.pipe.fragment_bytes as f64 * 8.0 / receivers
+            }
             // Spread over the nodes that receive.
             _ => {
                 let receivers: std::collections::BTreeSet<u32> =

@@ -52,6 +52,22 @@ fn a_non_blocking_star_scales() {
     assert!(fourteen / two >= 0.95, "{fourteen} / {two}");
 }
 
+#[test]
+fn one_way_uses_each_link_in_one_direction_at_line_rate() {
+    // 16 nodes one way: nodes 0-7 only send, 8-15 only receive. Each event brings 8 fragments
+    // to one of 8 builders, so every receiving link carries fragments at up to its payload
+    // capacity and every sending link likewise; the other directions carry only pulls.
+    let s = scenario(&["run.events=300", "pipe.nodes=16", "pipe.direction=one_way"]);
+    let r = simulate(&s, "test", SimOptions::default()).report;
+    let p = r.pipe.unwrap();
+    let cap = 100e9 * s.network.payload_share();
+    assert!(p.steady_recv_bps >= 0.95 * cap && p.steady_recv_bps <= cap, "{} of {cap}", p.steady_recv_bps);
+    for (i, &(send, recv)) in p.per_node.iter().enumerate() {
+        let (sends, receives) = (i < 8, i >= 8);
+        assert_eq!((send > 0.0, recv > 0.0), (sends, receives), "node {i}: {send} {recv}");
+    }
+}
+
 fn leaf_spine(sets: &[&str]) -> f64 {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/daqpipe/leaf-spine.toml");
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();

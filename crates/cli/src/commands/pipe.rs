@@ -39,8 +39,8 @@ pub struct PipeArgs {
     /// Output folder for report.json and the resolved scenario.
     #[arg(long, default_value = "out/pipe")]
     pub out: PathBuf,
-    /// Fault injection (tcp): kill node K (1 ≤ K < nodes; node 0 is the event manager) this long
-    /// after the start, e.g. 2@300ms. The others should notice within milliseconds, account the
+    /// Fault injection (tcp): kill node K (1 ≤ K < nodes; node 0 is the event manager; with two
+    /// processes per node, process K) this long after the start, e.g. 2@300ms. The others should notice within milliseconds, account the
     /// events its builder unit held as lost, and go on without its fragments.
     #[arg(long, value_name = "K@TIME", value_parser = parse_kill)]
     pub kill: Option<(u32, Duration)>,
@@ -81,10 +81,11 @@ pub fn check(a: &PipeArgs) -> anyhow::Result<Scenario> {
         anyhow::bail!("{}: the scenario has no [pipe] section (see docs/daqpipe.md)", a.scenario.file.display());
     };
     if let Some((k, _)) = a.kill {
+        let members = daqnet_core::pipe::PipeRoles::of(p, true).members();
         anyhow::ensure!(
-            (1..p.nodes).contains(&k),
-            "--kill {k}@…: the node to kill must be 1..{} (node 0 hosts the event manager and writes the report)",
-            p.nodes
+            (1..members).contains(&k),
+            "--kill {k}@…: the process to kill must be 1..{members} (process 0 hosts the event manager and writes the \
+             report; with pipe.processes_per_node = 2, process 2i is node i's readout unit and 2i + 1 its builder unit)",
         );
         anyhow::ensure!(a.transport == PipeTransport::Tcp, "--kill works with --transport tcp only");
     }

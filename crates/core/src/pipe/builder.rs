@@ -51,6 +51,7 @@ struct Building {
 #[derive(Debug, Clone)]
 pub struct BuilderUnit {
     node: NodeId,
+    start: u32,
     readouts: u32,
     parallel: Option<u32>,
     waiting: VecDeque<(ReadoutId, EventId)>,
@@ -62,11 +63,13 @@ pub struct BuilderUnit {
 }
 
 impl BuilderUnit {
-    /// The builder unit of `node`, pulling from `readouts` readout units, with at most
-    /// `parallel` pulls outstanding (`None`: no limit).
-    pub fn new(node: NodeId, readouts: u32, parallel: Option<u32>) -> Self {
+    /// The builder unit of `node`, pulling from `readouts` readout units, each event's round
+    /// starting after readout unit `start` (and ending with it), with at most `parallel` pulls
+    /// outstanding (`None`: no limit).
+    pub fn new(node: NodeId, start: u32, readouts: u32, parallel: Option<u32>) -> Self {
         BuilderUnit {
             node,
+            start,
             readouts,
             parallel,
             waiting: VecDeque::new(),
@@ -86,7 +89,7 @@ impl BuilderUnit {
         let n = self.readouts;
         let missing = self.gone.iter().map(|g| !g).collect();
         let live: Vec<ReadoutId> =
-            (1..=n).map(|k| ReadoutId((self.node.0 + k) % n)).filter(|&r| !self.is_gone(r)).collect();
+            (1..=n).map(|k| ReadoutId((self.start + k) % n)).filter(|&r| !self.is_gone(r)).collect();
         let left = live.len() as u32;
         let lost = n - left;
         self.building.push(Building { event, missing, pulled: vec![0; self.gone.len()], left, bytes: 0, lost });
@@ -181,7 +184,7 @@ mod tests {
 
     #[test]
     fn pulls_start_after_the_own_unit_and_wait_for_a_free_slot() {
-        let mut b = BuilderUnit::new(NodeId(1), 4, Some(2));
+        let mut b = BuilderUnit::new(NodeId(1), 1, 4, Some(2));
         b.on_assign(EventId(7));
         let pull = |r| BuilderOutput::Pull { readout: ReadoutId(r), event: EventId(7) };
         assert_eq!(drain(&mut b), vec![pull(2), pull(3)]);
@@ -198,7 +201,7 @@ mod tests {
 
     #[test]
     fn the_simple_scheduler_sends_every_pull_at_once() {
-        let mut b = BuilderUnit::new(NodeId(0), 3, None);
+        let mut b = BuilderUnit::new(NodeId(0), 0, 3, None);
         b.on_assign(EventId(0));
         b.on_assign(EventId(1));
         assert_eq!(drain(&mut b).len(), 6);
@@ -207,7 +210,7 @@ mod tests {
 
     #[test]
     fn a_lost_readout_unit_is_given_up_and_its_events_built_without_it() {
-        let mut b = BuilderUnit::new(NodeId(0), 4, Some(2));
+        let mut b = BuilderUnit::new(NodeId(0), 0, 4, Some(2));
         b.on_assign(EventId(0));
         let pull = |r, e| BuilderOutput::Pull { readout: ReadoutId(r), event: EventId(e) };
         assert_eq!(drain(&mut b), vec![pull(1, 0), pull(2, 0)]);
@@ -240,7 +243,7 @@ mod tests {
             events in 1u64..5,
             picks in proptest::collection::vec(any::<prop::sample::Index>(), 0..600),
         ) {
-            let mut b = BuilderUnit::new(NodeId(0), readouts, Some(parallel));
+            let mut b = BuilderUnit::new(NodeId(0), 0, readouts, Some(parallel));
             (0..events).for_each(|e| b.on_assign(EventId(e)));
             let mut outstanding: Vec<(ReadoutId, EventId)> = Vec::new();
             let mut pulled = std::collections::HashSet::new();

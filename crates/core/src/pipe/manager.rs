@@ -7,7 +7,9 @@ use std::collections::VecDeque;
 /// The event manager of a pipe run.
 #[derive(Debug, Clone)]
 pub struct EventManager {
-    /// Events each builder unit holds, by node.
+    /// The builder units' nodes, in round-robin order.
+    builders: Vec<NodeId>,
+    /// Events each builder unit holds, by its place in `builders`.
     held: Vec<Vec<EventId>>,
     /// Builder units lost: no event goes to them any more.
     lost: Vec<bool>,
@@ -20,12 +22,13 @@ pub struct EventManager {
 }
 
 impl EventManager {
-    /// A manager of `builders` builder units (nodes `0..builders`), each holding at most
-    /// `credits` events, for `total` events; every builder's first events are assigned at once.
-    pub fn new(builders: u32, credits: u32, total: u64) -> Self {
+    /// A manager of the builder units on `builders`, each holding at most `credits` events,
+    /// for `total` events; every builder's first events are assigned at once.
+    pub fn new(builders: &[NodeId], credits: u32, total: u64) -> Self {
         let mut m = EventManager {
-            held: vec![Vec::new(); builders as usize],
-            lost: vec![false; builders as usize],
+            builders: builders.to_vec(),
+            held: vec![Vec::new(); builders.len()],
+            lost: vec![false; builders.len()],
             credits,
             next: 0,
             next_event: EventId(0),
@@ -38,7 +41,8 @@ impl EventManager {
 
     /// `node` has built `event`: its credit comes back, and the next events go out.
     pub fn on_built(&mut self, node: NodeId, event: EventId) -> Result<(), PipeError> {
-        let held = self.held.get_mut(node.index()).ok_or(PipeError::NotAssigned { event, node })?;
+        let at = self.place(node).ok_or(PipeError::NotAssigned { event, node })?;
+        let held = &mut self.held[at];
         let i = held.iter().position(|&e| e == event).ok_or(PipeError::NotAssigned { event, node })?;
         held.swap_remove(i);
         self.assign();
@@ -48,11 +52,16 @@ impl EventManager {
     /// Builder unit `node` is lost (its node died): the events it held are returned, lost
     /// with it, and it gets no more.
     pub fn on_builder_lost(&mut self, node: NodeId) -> Vec<EventId> {
-        let Some(lost) = self.lost.get_mut(node.index()) else { return Vec::new() };
-        *lost = true;
-        let held = std::mem::take(&mut self.held[node.index()]);
+        let Some(at) = self.place(node) else { return Vec::new() };
+        self.lost[at] = true;
+        let held = std::mem::take(&mut self.held[at]);
         self.assign();
         held
+    }
+
+    /// `node`'s place among the builders.
+    fn place(&self, node: NodeId) -> Option<usize> {
+        self.builders.iter().position(|&b| b == node)
     }
 
     /// Every event is assigned and none is held: built or lost.
@@ -69,11 +78,11 @@ impl EventManager {
             let Some(k) = (0..n).find(|k| free((self.next + k) % n)) else {
                 return;
             };
-            let node = (self.next + k) % n;
-            self.held[node].push(self.next_event);
-            self.out.push_back((NodeId(node as u32), self.next_event));
+            let at = (self.next + k) % n;
+            self.held[at].push(self.next_event);
+            self.out.push_back((self.builders[at], self.next_event));
             self.next_event = self.next_event.next();
-            self.next = (node + 1) % n;
+            self.next = (at + 1) % n;
         }
     }
 
@@ -92,9 +101,23 @@ impl EventManager {
 mod tests {
     use super::*;
 
+    fn nodes(n: u32) -> Vec<NodeId> {
+        (0..n).map(NodeId).collect()
+    }
+
+    #[test]
+    fn builders_are_the_given_nodes() {
+        let mut m = EventManager::new(&[NodeId(5), NodeId(7)], 1, 3);
+        let first: Vec<_> = std::iter::from_fn(|| m.poll()).map(|(n, e)| (n.0, e.0)).collect();
+        assert_eq!(first, vec![(5, 0), (7, 1)]);
+        m.on_built(NodeId(7), EventId(1)).unwrap();
+        assert_eq!(m.poll(), Some((NodeId(7), EventId(2))));
+        assert!(m.on_built(NodeId(0), EventId(0)).is_err(), "node 0 builds nothing");
+    }
+
     #[test]
     fn events_go_round_robin_as_credits_allow() {
-        let mut m = EventManager::new(3, 2, 10);
+        let mut m = EventManager::new(&nodes(3), 2, 10);
         let first: Vec<_> = std::iter::from_fn(|| m.poll()).map(|(n, e)| (n.0, e.0)).collect();
         assert_eq!(first, vec![(0, 0), (1, 1), (2, 2), (0, 3), (1, 4), (2, 5)]);
         m.on_built(NodeId(1), EventId(4)).unwrap();
@@ -111,7 +134,7 @@ mod tests {
 
     #[test]
     fn a_lost_builder_takes_its_events_and_gets_no_more() {
-        let mut m = EventManager::new(3, 1, 6);
+        let mut m = EventManager::new(&nodes(3), 1, 6);
         assert_eq!(std::iter::from_fn(|| m.poll()).count(), 3);
         assert_eq!(m.on_builder_lost(NodeId(1)), vec![EventId(1)]);
         m.on_built(NodeId(0), EventId(0)).unwrap();
@@ -128,7 +151,7 @@ mod tests {
 
     #[test]
     fn no_event_beyond_the_total() {
-        let mut m = EventManager::new(2, 4, 3);
+        let mut m = EventManager::new(&nodes(2), 4, 3);
         assert_eq!(std::iter::from_fn(|| m.poll()).count(), 3);
         m.on_built(NodeId(0), EventId(0)).unwrap();
         assert_eq!(m.poll(), None);

@@ -9,7 +9,7 @@
 //! unit gives up its fragments (events are then built without them, counted as incomplete),
 //! and synthetic senders and receivers forget it.
 
-use super::{BuilderOutput, BuilderUnit, EventManager, PipeError};
+use super::{BuilderOutput, BuilderUnit, EventManager, PipeError, PipeRoles};
 use crate::scenario::{Pipe, PipePattern};
 use crate::{EventId, Nanos, NodeId, ReadoutId};
 use std::collections::VecDeque;
@@ -138,46 +138,52 @@ pub struct PipeNode {
     tally: NodeTally,
     first: Option<Nanos>,
     out: VecDeque<(NodeId, PipeMsg)>,
+    roles: PipeRoles,
 }
 
 impl PipeNode {
-    /// Node `me` of `pipe`, for `warmup + events` events (synthetic: data messages over all
-    /// senders); node 0 hosts the event manager.
+    /// Member `me` (a process: see [`PipeRoles`]) of `pipe`, for `warmup + events` events
+    /// (synthetic: data messages over all senders); member 0 hosts the event manager.
     pub fn new(me: NodeId, pipe: &Pipe, warmup: u64, events: u64) -> Self {
         let n = pipe.nodes;
+        let roles = PipeRoles::of(pipe, true);
+        let members = roles.members();
         let total = warmup + events;
         let building = pipe.pattern == PipePattern::EventBuilding;
-        let manager = (building && me.0 == 0)
-            .then(|| (EventManager::new(n, pipe.credits_per_builder, total), Vec::new(), ManagerLog::default()));
+        let manager = (building && me.0 == 0).then(|| {
+            (EventManager::new(&roles.builders, pipe.credits_per_builder, total), Vec::new(), ManagerLog::default())
+        });
         let senders: Vec<u32> = (0..n).filter(|&s| !pipe.pattern.destinations(s, n).is_empty()).collect();
         let share = |s: u32| {
             let k = senders.len() as u64;
             senders.iter().position(|&x| x == s).map_or(0, |i| total / k + u64::from((i as u64) < total % k))
         };
         let expected =
-            (0..n).map(|s| if pipe.pattern.destinations(s, n).contains(&me.0) { 0 } else { u64::MAX }).collect();
+            (0..members).map(|s| if pipe.pattern.destinations(s, n).contains(&me.0) { 0 } else { u64::MAX }).collect();
+        let readouts = roles.readouts.len() as u32;
         let mut node = PipeNode {
             me,
             warmup,
             manager,
-            builder: BuilderUnit::new(me, n, pipe.parallel()),
+            builder: BuilderUnit::new(me, roles.pull_start(me), readouts, pipe.parallel()),
             sender: Sender {
                 destinations: pipe.pattern.destinations(me.0, n),
                 left: share(me.0),
                 index: senders.iter().position(|&x| x == me.0).unwrap_or(0) as u64,
                 senders: senders.len() as u64,
-                in_flight_to: vec![0; n as usize],
+                in_flight_to: vec![0; members as usize],
                 ..Sender::default()
             },
             cycle: pipe.pattern.cycle(pipe.message_bytes),
             expected,
-            live: vec![true; n as usize],
+            live: vec![true; members as usize],
             stopped: false,
             mine: VecDeque::new(),
             tally: NodeTally { node: me.0, ..NodeTally::default() },
             first: None,
             out: VecDeque::new(),
             pipe: pipe.clone(),
+            roles,
         };
         if !building {
             node.expect_synthetic(&senders, share);
@@ -237,8 +243,13 @@ impl PipeNode {
                 self.out.push_back((from, PipeMsg::Fragment { event, bytes }));
             }
             PipeMsg::Fragment { event, bytes } => {
-                self.builder.on_fragment(event, ReadoutId(from.0), bytes)?;
-                if event.0 >= self.warmup {
+                let readout = self.roles.readout_at(from).ok_or(PipeError::Unrequested {
+                    node: self.me,
+                    event,
+                    readout: ReadoutId(u32::MAX),
+                })?;
+                self.builder.on_fragment(event, readout, bytes)?;
+                if event.0 >= self.warmup && self.crosses_nodes(from) {
                     self.count(now, 0, bytes);
                 }
                 self.drain_builder(now)?;
@@ -265,7 +276,9 @@ impl PipeNode {
             return;
         }
         match msg {
-            PipeMsg::Fragment { event, bytes } if event.0 >= self.warmup => self.count(now, bytes, 0),
+            PipeMsg::Fragment { event, bytes } if event.0 >= self.warmup && self.crosses_nodes(to) => {
+                self.count(now, bytes, 0)
+            }
             PipeMsg::Data { seq, bytes } if seq >= self.warmup => self.count(now, bytes, 0),
             _ => {}
         }
@@ -289,7 +302,9 @@ impl PipeNode {
             // Nobody left to send to.
             self.sender.left = 0;
         }
-        self.builder.on_readout_lost(ReadoutId(peer.0));
+        if let Some(r) = self.roles.readout_at(peer) {
+            self.builder.on_readout_lost(r);
+        }
         if let Some((em, _, log)) = &mut self.manager {
             log.lost.extend(em.on_builder_lost(peer));
             self.assign(now);
@@ -331,6 +346,12 @@ impl PipeNode {
     /// Node 0's event-manager log (`None` on other nodes, and in synthetic patterns).
     pub fn manager_log(&self) -> Option<&ManagerLog> {
         self.manager.as_ref().map(|m| &m.2)
+    }
+
+    /// Whether a transfer between this member and `peer` leaves the node (two processes of
+    /// one node talk through its memory, not its network link).
+    fn crosses_nodes(&self, peer: NodeId) -> bool {
+        self.roles.node_of(peer) != self.roles.node_of(self.me)
     }
 
     fn count(&mut self, now: Nanos, sent: u64, received: u64) {
@@ -379,12 +400,13 @@ impl PipeNode {
     fn drain_builder(&mut self, now: Nanos) -> Result<(), PipeError> {
         while let Some(o) = self.builder.poll() {
             match o {
-                // Its own readout unit's fragment crosses no link, and is not counted.
-                BuilderOutput::Pull { readout, event } if readout.0 == self.me.0 => {
+                // A readout unit in this very process: its fragment crosses nothing, and is not
+                // counted.
+                BuilderOutput::Pull { readout, event } if self.roles.readouts[readout.index()] == self.me => {
                     self.builder.on_fragment(event, readout, self.pipe.fragment_bytes)?;
                 }
                 BuilderOutput::Pull { readout, event } => {
-                    self.out.push_back((NodeId(readout.0), PipeMsg::Pull { event }))
+                    self.out.push_back((self.roles.readouts[readout.index()], PipeMsg::Pull { event }))
                 }
                 BuilderOutput::Built { event, missing, .. } => {
                     if event.0 >= self.warmup {
@@ -433,12 +455,13 @@ impl PipeNode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::PipeDirection;
     use proptest::prelude::*;
 
     /// Delivers every message between `nodes` until none is left, in an order `picks` chooses;
     /// node `dead` (if any) dies after `after` deliveries. Returns the nodes.
     fn run(pipe: &Pipe, events: u64, picks: &[usize], dead: Option<(u32, usize)>) -> Vec<PipeNode> {
-        let n = pipe.nodes;
+        let n = PipeRoles::of(pipe, true).members();
         let mut nodes: Vec<PipeNode> = (0..n).map(|i| PipeNode::new(NodeId(i), pipe, 0, events)).collect();
         let mut wire: Vec<(NodeId, NodeId, PipeMsg)> = Vec::new();
         let mut t = 0;
@@ -487,22 +510,27 @@ mod tests {
     }
 
     proptest! {
-        /// Event building, in any delivery order: every event built once with every fragment,
-        /// every node stopped, and each node received (N − 1) remote fragments per event it built.
+        /// Event building in each layout (full duplex, one way, two processes per node), in any
+        /// delivery order: every event built once with every fragment, every member stopped,
+        /// and each builder received the fragments from other nodes of each event it built.
         #[test]
-        fn every_event_built_and_every_node_stopped(n in 2u32..7, events in 1u64..30, picks in proptest::collection::vec(any::<usize>(), 1..50)) {
-            let nodes = run(&pipe(n, PipePattern::EventBuilding), events, &picks, None);
+        fn every_event_built_and_every_node_stopped(n in 2u32..7, layout in 0usize..3, events in 1u64..30, picks in proptest::collection::vec(any::<usize>(), 1..50)) {
+            let mut p = pipe(n, PipePattern::EventBuilding);
+            (p.direction, p.processes_per_node) = [(PipeDirection::FullDuplex, 1), (PipeDirection::OneWay, 1), (PipeDirection::FullDuplex, 2)][layout];
+            let roles = PipeRoles::of(&p, true);
+            let nodes = run(&p, events, &picks, None);
             prop_assert!(nodes.iter().all(PipeNode::finished));
             let log = nodes[0].manager_log().unwrap();
             let mut built: Vec<u64> = log.built.iter().map(|b| b.0 .0).collect();
             built.sort_unstable();
             prop_assert_eq!(built, (0..events).collect::<Vec<_>>());
-            prop_assert!(log.built.iter().all(|b| b.4 == 0));
+            prop_assert!(log.built.iter().all(|b| b.4 == 0 && roles.is_builder(b.1)));
+            let remote = roles.remote_fragments() as u64;
             for x in &nodes {
-                prop_assert_eq!(x.tally().recv_bytes, x.tally().built * (n as u64 - 1) * 10);
+                prop_assert_eq!(x.tally().recv_bytes, x.tally().built * remote * 10);
             }
             let sent: u64 = nodes.iter().map(|x| x.tally().sent_bytes).sum();
-            prop_assert_eq!(sent, events * (n as u64 - 1) * 10);
+            prop_assert_eq!(sent, events * remote * 10);
         }
 
         /// Synthetic patterns, in any delivery order: each data message is received once, and

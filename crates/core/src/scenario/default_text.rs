@@ -119,13 +119,16 @@ run_id = 0                   # in every hello; a peer of another run is refused 
 # worker_link_bps = "100M"
 
 # DAQPIPE's event building ([LHCB-DAQPIPE] §VI) in place of the event builder of [system]:
-# uncomment [pipe] (on a star, or a leaf-spine: "two_tier" with racks of nodes). Simulator only for now.
+# uncomment [pipe] (on a star, or a leaf-spine: "two_tier" with racks of nodes). `daqnet sim`
+# simulates it; `daqnet pipe` runs it for real over TCP or MPI.
 # [pipe]
 # nodes = 4                    # nodes, each a readout unit and a builder unit (full duplex)
 # pattern = "event_building"   # event_building | one_to_one | many_to_one | gather | gather_cmd | gather_cmd_meta
 # message_bytes = "1MB"        # synthetic patterns: a data message
 # messages_in_flight = 8       # synthetic patterns: messages a sender keeps in flight
 # fragment_bytes = "1MB"       # each readout unit's fragment of one event
+# direction = "full_duplex"    # full_duplex | one_way: first half of the nodes readout units, the rest builder units
+# processes_per_node = 1       # real runs: 1, or 2 (a readout-unit and a builder-unit process per node)
 # scheduler = "round_robin"    # round_robin: at most parallel_transfers pulls out | simple: all at once
 # parallel_transfers = 28      # pulls a builder unit keeps outstanding
 # credits_per_builder = 2      # events a builder unit holds at once

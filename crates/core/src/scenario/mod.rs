@@ -15,7 +15,7 @@ mod validate;
 pub use choice::{Credits, Rate};
 pub use farm::{Dispatch, Farm, Implementation};
 pub use load::{apply_set, load, parse_str, ScenarioError};
-pub use pipe::{Pipe, PipePattern, PipeScheduler};
+pub use pipe::{Pipe, PipeDirection, PipePattern, PipeScheduler};
 
 use crate::units::{de_bps, de_bytes, de_bytes_u32, de_ms, de_ns, de_secs};
 use serde::{Deserialize, Serialize};

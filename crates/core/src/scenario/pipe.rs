@@ -29,6 +29,16 @@ pub struct Pipe {
     /// Each readout unit's fragment of one event, in bytes.
     #[serde(deserialize_with = "de_bytes")]
     pub fragment_bytes: u64,
+    /// Event building: `full_duplex` (every node a readout unit and a builder unit, both
+    /// directions of every link busy: DAQPIPE's default) or `one_way` (the first half of the
+    /// nodes readout units only, the rest builder units only: each link used in one direction,
+    /// as the document's one-way runs).
+    pub direction: PipeDirection,
+    /// Real runs of full-duplex event building: processes per node, 1 (one process is the
+    /// node's readout unit and builder unit) or 2 (a process for each: DAQPIPE's "2 PPN"; node
+    /// `i` is processes `2i`, its readout unit, and `2i + 1`, its builder unit). The simulator
+    /// has no CPU and ignores it.
+    pub processes_per_node: u32,
     /// How a builder unit sends its pulls: `round_robin` (DAQPIPE's default: at most
     /// `parallel_transfers` outstanding) or `simple` (every pull of an event at once; the
     /// network schedules them).
@@ -109,6 +119,26 @@ impl PipePattern {
     }
 }
 
+/// Which nodes host which units in event building.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PipeDirection {
+    /// Every node a readout unit and a builder unit.
+    FullDuplex,
+    /// The first half of the nodes readout units, the rest builder units.
+    OneWay,
+}
+
+impl PipeDirection {
+    /// The name used in scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            PipeDirection::FullDuplex => "full_duplex",
+            PipeDirection::OneWay => "one_way",
+        }
+    }
+}
+
 /// A builder unit's pull scheduler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -146,6 +176,8 @@ impl Default for Pipe {
             message_bytes: 1_000_000,
             messages_in_flight: 8,
             fragment_bytes: 1_000_000,
+            direction: PipeDirection::FullDuplex,
+            processes_per_node: 1,
             scheduler: PipeScheduler::RoundRobin,
             parallel_transfers: 28,
             credits_per_builder: 2,

@@ -371,4 +371,25 @@ fn validate_pipe(p: &mut Problems, pipe: &Pipe, sc: &Scenario) {
         positive(p, "pipe.message_bytes", pipe.message_bytes);
         positive(p, "pipe.messages_in_flight", pipe.messages_in_flight as u64);
     }
+    let building = pipe.pattern == super::PipePattern::EventBuilding;
+    let one_way = pipe.direction == super::pipe::PipeDirection::OneWay;
+    need(
+        p,
+        building || !one_way,
+        "pipe.direction",
+        format!("is one_way, which is for event building; pattern {} decides its own directions", pipe.pattern.name()),
+    );
+    need(
+        p,
+        (1..=2).contains(&pipe.processes_per_node),
+        "pipe.processes_per_node",
+        format!("is {}; must be 1 or 2", pipe.processes_per_node),
+    );
+    need(
+        p,
+        pipe.processes_per_node == 1 || (building && !one_way),
+        "pipe.processes_per_node",
+        "is 2, which splits a full-duplex event-building node's two units; here each node has one kind of work"
+            .to_string(),
+    );
 }

@@ -11,6 +11,7 @@ use super::tcp::{listen, MeshConfig, TcpMesh};
 use super::{run_node, Mesh};
 use crate::launcher::owned_by_caller;
 use anyhow::{bail, Context};
+use daqnet_core::pipe::PipeRoles;
 use daqnet_core::report::RunReport;
 use daqnet_core::Scenario;
 use std::io::{BufRead, BufReader, Write};
@@ -94,12 +95,8 @@ pub fn tcp_node(
         .split(',')
         .map(|a| a.parse().with_context(|| format!("node {rank}: `{a}` is not a node address")))
         .collect::<anyhow::Result<_>>()?;
-    anyhow::ensure!(
-        addrs.len() == pipe.nodes as usize,
-        "node {rank}: {} addresses for {} nodes",
-        addrs.len(),
-        pipe.nodes
-    );
+    let members = PipeRoles::of(pipe, true).members();
+    anyhow::ensure!(addrs.len() == members as usize, "node {rank}: {} addresses for {members} processes", addrs.len());
     let cfg = MeshConfig {
         run_id: sc.deploy.run_id,
         congestion: sc.deploy.tcp_congestion.clone(),
@@ -127,7 +124,7 @@ impl Drop for Nodes {
 /// Runs the scenario's pipe with every node a process on this machine, over TCP on loopback.
 /// Returns node 0's report (also in `out/report.json`) and its exit code.
 pub fn launch(sc: &Scenario, opts: &PipeLaunch) -> anyhow::Result<(RunReport, i32)> {
-    let n = sc.pipe.as_ref().context("the scenario has no [pipe] section")?.nodes;
+    let n = PipeRoles::of(sc.pipe.as_ref().context("the scenario has no [pipe] section")?, true).members();
     std::fs::create_dir_all(&opts.out).with_context(|| format!("cannot create {}", opts.out.display()))?;
     let report_path = opts.out.join("report.json");
     let _ = std::fs::remove_file(&report_path);

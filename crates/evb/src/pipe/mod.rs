@@ -21,7 +21,7 @@ pub mod mpi;
 pub mod tcp;
 
 use anyhow::{bail, Context};
-use daqnet_core::pipe::{NodeTally, PipeMsg, PipeNode};
+use daqnet_core::pipe::{NodeTally, PipeMsg, PipeNode, PipeRoles};
 use daqnet_core::report::{steady_rate, FaultRecord, LostNode, Measure, NotBuilt, PipeStats, RunReport, Spread, Track};
 use daqnet_core::scenario::PipePattern;
 use daqnet_core::{EventId, Nanos, NodeId, PuId, Scenario, NS_PER_S};
@@ -324,16 +324,18 @@ fn collect_tallies(
 fn report(sc: &Scenario, origin: &str, node: &PipeNode, mut tallies: Vec<NodeTally>, transport: &str) -> RunReport {
     let pipe = sc.pipe.as_ref().expect("checked");
     let n = pipe.nodes;
+    let roles = PipeRoles::of(pipe, true);
     tallies.sort_by_key(|t| t.node);
     let warmup = sc.run.warmup_events;
     let mut measure = Measure::new(warmup);
     let mut lost = 0;
     let mut done = Vec::new();
-    let mut steady_bytes = (n as f64 - 1.0) * pipe.fragment_bytes as f64 / n as f64;
-    let mut in_flight = (n * pipe.credits_per_builder) as usize;
+    let frag = pipe.fragment_bytes as f64;
+    let mut steady_bytes = roles.remote_fragments() as f64 * frag / roles.receiving_nodes() as f64;
+    let mut in_flight = roles.builders.len() * pipe.credits_per_builder as usize;
     if let Some(log) = node.manager_log() {
         for &(event, b, assigned, at, missing) in &log.built {
-            let bytes = (n - missing) as u64 * pipe.fragment_bytes;
+            let bytes = (roles.readouts.len() as u32 - missing) as u64 * pipe.fragment_bytes;
             let track = Track { event, pu: PuId(b.0), node: b, assigned, started: assigned, done: at, bytes };
             measure.record(&track);
             if event.0 >= warmup {
@@ -348,16 +350,20 @@ fn report(sc: &Scenario, origin: &str, node: &PipeNode, mut tallies: Vec<NodeTal
     }
     let bps =
         |bytes: u64, t: &NodeTally| if t.span_ns > 0 { bytes as f64 * 8.0 / (t.span_ns as f64 / 1e9) } else { 0.0 };
+    // A node's bandwidth is its members' (one process, or its two), each over its own span.
     let mut per_node = vec![(0.0, 0.0); n as usize];
+    let mut reported = vec![false; n as usize];
     for t in &tallies {
-        per_node[t.node as usize] = (bps(t.sent_bytes, t), bps(t.recv_bytes, t));
+        let k = roles.node_of(NodeId(t.node)).index();
+        per_node[k].0 += bps(t.sent_bytes, t);
+        per_node[k].1 += bps(t.recv_bytes, t);
+        reported[k] = true;
     }
-    let reporting = |f: fn(&(f64, f64)) -> f64| {
-        Spread::of(&tallies.iter().map(|t| f(&per_node[t.node as usize])).collect::<Vec<_>>())
-    };
+    let nodes_reporting: Vec<&(f64, f64)> =
+        per_node.iter().zip(&reported).filter(|(_, r)| **r).map(|(p, _)| p).collect();
+    let reporting = |f: fn(&(f64, f64)) -> f64| Spread::of(&nodes_reporting.iter().map(|p| f(p)).collect::<Vec<_>>());
     let recv = reporting(|p| p.1);
-    let receivers: Vec<f64> =
-        tallies.iter().filter(|t| t.recv_bytes > 0).map(|t| per_node[t.node as usize].1).collect();
+    let receivers: Vec<f64> = nodes_reporting.iter().map(|p| p.1).filter(|&r| r > 0.0).collect();
     let steady = steady_rate(&mut done, in_flight).map(|r| r * steady_bytes * 8.0);
     let mut measured = measure.finish();
     if pipe.pattern != PipePattern::EventBuilding {
@@ -372,8 +378,8 @@ fn report(sc: &Scenario, origin: &str, node: &PipeNode, mut tallies: Vec<NodeTal
     let mut r = RunReport::measured("run", origin, sc, measured);
     r.events_not_built = NotBuilt { timed_out: 0, lost, abandoned: sc.run.events.saturating_sub(built + lost) };
     r.tcp_source = String::new();
-    let lost_nodes = lost_nodes(n, &tallies);
-    r.faults = lost_nodes.iter().map(|l| fault(l, node)).collect();
+    let lost_nodes = lost_nodes(roles.members(), &tallies);
+    r.faults = lost_nodes.iter().map(|l| fault(l, node, &roles)).collect();
     r.pipe = Some(PipeStats {
         nodes: n,
         pattern: pipe.pattern.name().into(),
@@ -393,7 +399,7 @@ fn report(sc: &Scenario, origin: &str, node: &PipeNode, mut tallies: Vec<NodeTal
     r
 }
 
-/// The nodes some tally names lost, with who noticed when.
+/// The members (nodes, or processes of nodes) some tally names lost, with who noticed when.
 fn lost_nodes(n: u32, tallies: &[NodeTally]) -> Vec<LostNode> {
     (0..n)
         .filter_map(|k| {
@@ -406,13 +412,19 @@ fn lost_nodes(n: u32, tallies: &[NodeTally]) -> Vec<LostNode> {
         .collect()
 }
 
-fn fault(l: &LostNode, node: &PipeNode) -> FaultRecord {
+fn fault(l: &LostNode, node: &PipeNode, roles: &PipeRoles) -> FaultRecord {
     let first = l.noticed.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
     let lost_events: Vec<u64> = node.manager_log().map_or(Vec::new(), |log| log.lost.iter().map(|e| e.0).collect());
     let by: Vec<String> = l.noticed.iter().map(|(k, _)| format!("node {k}")).collect();
     FaultRecord {
         at_s: first,
-        role: format!("node {}", l.node),
+        role: match roles.per_node {
+            1 => format!("node {}", l.node),
+            _ => {
+                let unit = if roles.is_builder(NodeId(l.node)) { "builder" } else { "readout" };
+                format!("process {} (node {}'s {unit} unit)", l.node, roles.node_of(NodeId(l.node)))
+            }
+        },
         noticed_by: by.join(", "),
         reason: "its connections closed without a goodbye (the process died); the events its builder unit held are \
                  lost, and the others built later events without its fragments"

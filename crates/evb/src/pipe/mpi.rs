@@ -10,6 +10,7 @@
 
 use super::{body_len, verify, Head, Mesh, MeshEvent, Wire, HEAD_BYTES};
 use anyhow::{bail, Context};
+use daqnet_core::pipe::PipeRoles;
 use daqnet_core::report::RunReport;
 use daqnet_core::{NodeId, Scenario};
 use mpi::request::{Request, StaticScope};
@@ -51,13 +52,14 @@ pub fn run(
     let pipe = sc.pipe.as_ref().context("the scenario has no [pipe] section")?;
     let universe = mpi::initialize().context("MPI is already initialized")?;
     let world = universe.world();
-    if world.size() as u32 != pipe.nodes {
+    let ranks = PipeRoles::of(pipe, true).members();
+    if world.size() as u32 != ranks {
+        let per = pipe.processes_per_node;
         bail!(
-            "the MPI world has {} ranks and pipe.nodes is {}: start one rank per node (mpirun -np {} …) or --set pipe.nodes={}",
+            "the MPI world has {} ranks and the pipe needs {ranks} ({} nodes × {per} processes per node): start it with \
+             mpirun -np {ranks} …, or set pipe.nodes to match",
             world.size(),
             pipe.nodes,
-            pipe.nodes,
-            world.size()
         );
     }
     let max = pipe.fragment_bytes.max(pipe.message_bytes).max(10_000) as usize;
