@@ -3,7 +3,7 @@
 use clap::{Args, ValueEnum};
 use daqnet_core::report::RunReport;
 use daqnet_core::Scenario;
-use daqnet_evb::pipe::launch::{clean, launch, node, tcp_node, PipeLaunch};
+use daqnet_evb::pipe::launch::{clean, launch, tcp_node, PipeLaunch};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -143,12 +143,11 @@ fn mpi_node(
     progress: &mut dyn FnMut(u64, u64),
 ) -> anyhow::Result<Option<RunReport>> {
     std::fs::create_dir_all(&a.out)?;
-    daqnet_evb::pipe::mpi::run(sc, |mesh, epoch| node(sc, origin, &a.out, mesh, epoch, progress))
+    daqnet_evb::pipe::mpi::run(sc, |mesh, epoch| daqnet_evb::pipe::run_node(sc, origin, &a.out, mesh, epoch, progress))
 }
 
 #[cfg(not(feature = "mpi"))]
 fn mpi_node(_: &Scenario, _: &str, _: &PipeArgs, _: &mut dyn FnMut(u64, u64)) -> anyhow::Result<Option<RunReport>> {
-    let _ = node;
     anyhow::bail!(
         "--transport mpi: this daqnet was built without MPI; build it with `cargo build --release --features mpi` \
          (needs Open MPI: scripts/mpi-deps.sh installs it)"

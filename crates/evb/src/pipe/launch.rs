@@ -7,8 +7,8 @@
 //! Times are measured from one epoch, the launcher's start on the monotonic clock, which every
 //! process on the machine shares: so a kill and its detection are on one time line.
 
+use super::run_node;
 use super::tcp::{listen, MeshConfig, TcpMesh};
-use super::{run_node, Mesh};
 use crate::launcher::owned_by_caller;
 use anyhow::{bail, Context};
 use daqnet_core::pipe::PipeRoles;
@@ -56,24 +56,6 @@ pub fn clean(r: &RunReport) -> bool {
         && p.is_some_and(|p| p.incomplete == 0 && p.bad_payloads == 0)
 }
 
-/// Runs one node of a pipe over `mesh` to its end; node 0 writes `out/report.json`. Returns
-/// node 0's report.
-pub fn node(
-    sc: &Scenario,
-    origin: &str,
-    out: &Path,
-    mesh: &mut dyn Mesh,
-    epoch: Instant,
-    progress: &mut dyn FnMut(u64, u64),
-) -> anyhow::Result<Option<RunReport>> {
-    let report = run_node(sc, origin, mesh, epoch, progress)?;
-    if let Some(r) = &report {
-        let path = out.join("report.json");
-        std::fs::write(&path, r.to_json()).with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    Ok(report)
-}
-
 /// A node started by the launcher: listens, says where, learns the others' addresses on its
 /// standard input, connects, and runs.
 pub fn tcp_node(
@@ -105,7 +87,7 @@ pub fn tcp_node(
         startup: Duration::from_millis(sc.deploy.startup_timeout_ms),
     };
     let mut mesh = TcpMesh::connect(rank, listener, &addrs, &cfg)?;
-    node(sc, origin, out, &mut mesh, epoch_at(epoch_ns), progress)
+    run_node(sc, origin, out, &mut mesh, epoch_at(epoch_ns), progress)
 }
 
 /// The node processes of a run, killed as one group if the launcher gives up.

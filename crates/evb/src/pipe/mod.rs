@@ -26,6 +26,7 @@ use daqnet_core::report::{steady_rate, FaultRecord, LostNode, Measure, NotBuilt,
 use daqnet_core::scenario::PipePattern;
 use daqnet_core::{EventId, Nanos, NodeId, PuId, Scenario, NS_PER_S};
 use std::io;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Bytes of every message's header.
@@ -237,10 +238,12 @@ pub trait Mesh {
 pub const STALL: Duration = Duration::from_secs(10);
 
 /// Runs node `mesh.me()` of the scenario's pipe to its end. `epoch` is the run's common start
-/// (node times are measured from it). Node 0 returns the run's report.
+/// (node times are measured from it). Node 0 writes the run's report to `out/report.json` and
+/// returns it.
 pub fn run_node(
     sc: &Scenario,
     origin: &str,
+    out: &Path,
     mesh: &mut dyn Mesh,
     epoch: Instant,
     progress: &mut dyn FnMut(u64, u64),
@@ -278,6 +281,8 @@ pub fn run_node(
     tallies.push(node.tally().clone());
     let mut r = report(sc, origin, &node, tallies, mesh.name());
     r.wall_s = epoch.elapsed().as_secs_f64();
+    let path = out.join("report.json");
+    std::fs::write(&path, r.to_json()).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(Some(r))
 }
 

@@ -152,16 +152,30 @@ pub fn bench_pipe(scenarios: &Path, repeat: u32) -> anyhow::Result<()> {
         "\nDAQPIPE gather against raw all-to-all on loopback ({} CPU cores), receive per node, best of {repeat}:",
         super::super::cores()
     );
-    for n in NODES {
-        let (mut raw, mut gather) = (0f64, 0f64);
-        for _ in 0..repeat {
-            // Interleaved, so a slow minute of the machine hits both alike.
-            raw = raw.max(raw_tcp(n)?);
-            gather = gather.max(pipe_gather(scenarios, n)?);
-        }
-        println!("  {n} nodes, tcp: raw all-to-all {raw:>6.2} Gb/s, daqnet pipe gather {gather:>6.2} Gb/s   ratio {:.2} (goal >= 0.70)", gather / raw);
-    }
+    compare("tcp, raw all-to-all", repeat, raw_tcp, |n| pipe_gather(scenarios, n))?;
     mpi::bench(scenarios, repeat)
+}
+
+/// For each node count, the best of `repeat` runs of the raw transport and of the gather,
+/// interleaved so that a slow minute of the machine hits both alike; printed with their ratio.
+fn compare(
+    raw_name: &str,
+    repeat: u32,
+    raw: impl Fn(u32) -> anyhow::Result<f64>,
+    gather: impl Fn(u32) -> anyhow::Result<f64>,
+) -> anyhow::Result<()> {
+    for n in NODES {
+        let (mut r, mut g) = (0f64, 0f64);
+        for _ in 0..repeat {
+            r = r.max(raw(n)?);
+            g = g.max(gather(n)?);
+        }
+        println!(
+            "  {n} nodes, {raw_name:<20} {r:>6.2} Gb/s, daqnet pipe gather {g:>6.2} Gb/s   ratio {:.2} (goal >= 0.70)",
+            g / r
+        );
+    }
+    Ok(())
 }
 
 #[cfg(not(feature = "mpi"))]
@@ -175,7 +189,7 @@ mod mpi {
 #[cfg(feature = "mpi")]
 mod mpi {
     //! Over MPI: each case its own `mpirun`.
-    use super::{BLOCK, NODES};
+    use super::BLOCK;
 
     use std::path::Path;
     use std::process::Command;
@@ -241,15 +255,7 @@ mod mpi {
     }
 
     pub fn bench(scenarios: &Path, repeat: u32) -> anyhow::Result<()> {
-        for n in NODES {
-            let (mut r, mut g) = (0f64, 0f64);
-            for _ in 0..repeat {
-                r = r.max(raw(n)?);
-                g = g.max(gather(scenarios, n)?);
-            }
-            println!("  {n} nodes, mpi: MPI_Alltoall     {r:>6.2} Gb/s, daqnet pipe gather {g:>6.2} Gb/s   ratio {:.2} (goal >= 0.70)", g / r);
-        }
-        Ok(())
+        super::compare("mpi, MPI_Alltoall", repeat, raw, |n| gather(scenarios, n))
     }
 }
 
