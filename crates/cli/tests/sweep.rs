@@ -70,6 +70,11 @@ fn shards_merged_equal_the_unsharded_table() {
     assert!(text(&o).contains("6 of 6 points"), "{}", text(&o));
     let table = |d: &Path| std::fs::read_to_string(d.join("table.csv")).unwrap();
     assert_eq!(table(&merged), table(&whole));
+    // The same table in Parquet (its content is checked in daqnet-study's columnar tests), and
+    // the same whether merged or not.
+    let parquet = |d: &Path| std::fs::read(d.join("table.parquet")).expect("table.parquet beside table.csv");
+    assert!(parquet(&whole).starts_with(b"PAR1") && parquet(&whole).ends_with(b"PAR1"));
+    assert_eq!(parquet(&merged), parquet(&whole));
     assert_eq!(table(&whole).lines().count(), 7, "header + 6 points");
     // The table holds real results: the 100 kB buffer times out with 32 units, 4 MB never does.
     let rows: Vec<Vec<String>> = table(&whole).lines().map(|l| l.split(',').map(String::from).collect()).collect();

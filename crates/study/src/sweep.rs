@@ -286,6 +286,7 @@ fn write_point(out: &Path, p: &Point, o: &PointOutput, per_event: bool) -> anyho
     write("point.json", &serde_json::to_string_pretty(&p.meta).expect("meta serializes"))?;
     if per_event {
         write("events.csv", &EventRecord::to_csv(&o.events))?;
+        crate::columnar::write_events(&tmp.join("events.parquet"), &o.events)?;
     }
     write("report.json", &o.report.to_json())?;
     if dir.exists() {

@@ -1,5 +1,5 @@
-//! `table.csv`: one row per finished point and repeat — the varied values, then the report's
-//! summary. Built from the point folders, so a resumed or merged sweep gets the same table as
+//! `table.csv` (and the same as `table.parquet`): one row per finished point and repeat — the
+//! varied values, then the report's summary. Built from the point folders, so a resumed or merged sweep gets the same table as
 //! one that ran in a single go. Wall-clock figures stay in each point's report.json: the
 //! table of a sweep is deterministic.
 
@@ -82,10 +82,13 @@ pub fn write(out: &Path, axes: &[String], points: usize) -> anyhow::Result<(Path
     header.extend(columns.iter().map(|(c, _)| c.to_string()));
     header.push("dir".into());
     w.write_record(&header)?;
-    for (dir, meta, report) in &finished {
-        w.write_record(row(meta, report, axes, &columns, (dir, out)))?;
+    let rows: Vec<Vec<String>> =
+        finished.iter().map(|(dir, meta, report)| row(meta, report, axes, &columns, (dir, out))).collect();
+    for r in &rows {
+        w.write_record(r)?;
     }
     w.flush()?;
+    crate::columnar::write_table(&out.join("table.parquet"), &header, &rows)?;
     Ok((path, finished.len()))
 }
 

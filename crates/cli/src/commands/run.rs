@@ -30,10 +30,11 @@ pub struct RunArgs {
     /// Run for this many wall seconds instead of a number of events.
     #[arg(long, value_name = "SECONDS")]
     pub duration_s: Option<f64>,
-    /// Output folder for report.json, events.csv, roles.json (role → pid) and the resolved scenario.
+    /// Output folder for report.json, events.csv (and events.parquet), roles.json (role → pid) and
+    /// the resolved scenario.
     #[arg(long, default_value = "out/run")]
     pub out: PathBuf,
-    /// Also write events.csv with one row per built event.
+    /// Also write events.csv and events.parquet with one row per built event.
     #[arg(long)]
     pub per_event: bool,
     /// Serve Prometheus metrics at http://ADDR/metrics while running (e.g. 127.0.0.1:9464).
@@ -83,7 +84,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let mut opts = LaunchOptions {
         exe: std::env::current_exe()?,
         origin: a.scenario.origin(),
-        out: a.out,
+        out: a.out.clone(),
         per_event: a.per_event,
         metrics: a.metrics,
         duration_s: a.duration_s,
@@ -101,10 +102,23 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let run = launch(&scenario, &mut opts)?;
     bar.finish_and_clear();
+    if a.per_event {
+        events_parquet(&a.out)?;
+    }
     if !a.quiet {
         super::print_lines(&format!("{}  {:<26} {}\n", run.report.summary_table(), "report", run.path.display()));
     }
     Ok(ExitCode::from(run.code as u8))
+}
+
+/// `events.parquet` beside the `events.csv` a real run's head role wrote in `out` (none if it
+/// wrote none: a run that failed early).
+pub fn events_parquet(out: &std::path::Path) -> anyhow::Result<()> {
+    let csv = out.join("events.csv");
+    if csv.exists() {
+        daqnet_study::columnar::events_from_csv(&csv, &out.join("events.parquet"))?;
+    }
+    Ok(())
 }
 
 /// Events finished out of all (or a count, for a timed run), on stderr.

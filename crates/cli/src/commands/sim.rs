@@ -24,7 +24,7 @@ pub struct SimArgs {
     /// Output folder for report.json and events.csv.
     #[arg(long, default_value = "out/sim")]
     pub out: PathBuf,
-    /// Also write events.csv with one row per built event.
+    /// Also write events.csv and events.parquet with one row per built event.
     #[arg(long)]
     pub per_event: bool,
     /// No progress bar or summary; only errors.
@@ -36,7 +36,7 @@ pub struct SimArgs {
 pub fn run(a: SimArgs) -> anyhow::Result<ExitCode> {
     let scenario = a.scenario.load()?;
     // Nothing of an earlier run may pass for this one's, even if this one is interrupted.
-    super::clear_outputs(&a.out, &["report.json", "events.csv"])?;
+    super::clear_outputs(&a.out, &["report.json", "events.csv", "events.parquet"])?;
     let stop = daqnet_evb::launcher::interrupted();
     let total = scenario.run.warmup_events + scenario.run.events;
     let bar = if a.quiet || !std::io::stderr().is_terminal() { ProgressBar::hidden() } else { ProgressBar::new(total) };
@@ -60,6 +60,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<ExitCode> {
     let report_path = super::write_file(&a.out, "report.json", &out.report.to_json())?;
     if a.per_event {
         super::write_file(&a.out, "events.csv", &EventRecord::to_csv(&out.events))?;
+        daqnet_study::columnar::write_events(&a.out.join("events.parquet"), &out.events)?;
     }
     if !a.quiet {
         let verdict: String =

@@ -52,7 +52,7 @@ pub struct SweepArgs {
     /// Run only every N-th point starting at I (0 <= I < N), for batch systems.
     #[arg(long, value_name = "I/N")]
     shard: Option<String>,
-    /// Also write each point's events.csv (needed for exact `daqnet plot --kind hist`).
+    /// Also write each point's events.csv and events.parquet (needed for exact `daqnet plot --kind hist`).
     #[arg(long)]
     per_event: bool,
     /// No progress bar or summary; only errors.

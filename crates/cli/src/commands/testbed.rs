@@ -198,6 +198,9 @@ pub fn run(a: TestbedArgs) -> anyhow::Result<ExitCode> {
                     return Ok(ExitCode::from(1));
                 }
             };
+            if r.per_event {
+                super::run::events_parquet(&r.out)?;
+            }
             if !r.quiet {
                 print!("{}", done.report.summary_table());
                 for l in super::verdict(&done.report, &sc, &r.scenario.origin()) {

@@ -1,0 +1,153 @@
+//! Parquet beside the CSV files, for pandas and Arrow users: `table.parquet` beside every
+//! sweep's `table.csv`, `events.parquet` beside every `events.csv`. Same rows and values; typed
+//! columns (integers, floats, booleans, strings); column names that are identifiers
+//! (`system.credits_per_node` becomes `system_credits_per_node`, so `df.system_credits_per_node`
+//! works), with the dotted scenario path kept in the column's metadata under `daqnet.path`.
+
+use anyhow::Context;
+use arrow_array::{ArrayRef, BooleanArray, Float64Array, RecordBatch, StringArray, UInt64Array};
+use arrow_schema::{DataType, Field, Schema};
+use daqnet_core::report::EventRecord;
+use daqnet_core::NS_PER_MS;
+use parquet::arrow::ArrowWriter;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+/// The metadata key holding a column's dotted scenario path.
+pub const PATH_KEY: &str = "daqnet.path";
+
+/// `name` as an identifier: every character that is not a letter, a digit or `_` becomes `_`.
+pub fn identifier(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect()
+}
+
+/// Writes `batch` to `path`.
+fn write(path: &Path, batch: RecordBatch) -> anyhow::Result<()> {
+    let file = std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut w = ArrowWriter::try_new(file, batch.schema(), None)?;
+    w.write(&batch)?;
+    w.close()?;
+    Ok(())
+}
+
+/// A column of text cells: unsigned integers if every cell is one (`as_int`), else floats
+/// if every cell that is not empty parses as one (an empty cell is null), else strings.
+fn column(cells: &[&str], as_int: bool) -> (DataType, ArrayRef) {
+    if as_int {
+        if let Ok(v) = cells.iter().map(|c| c.parse::<u64>()).collect::<Result<Vec<_>, _>>() {
+            return (DataType::UInt64, Arc::new(UInt64Array::from(v)));
+        }
+    }
+    let numbers: Result<Vec<Option<f64>>, _> =
+        cells.iter().map(|c| if c.is_empty() { Ok(None) } else { c.parse::<f64>().map(Some) }).collect();
+    match numbers {
+        Ok(v) if v.iter().any(Option::is_some) => (DataType::Float64, Arc::new(Float64Array::from(v))),
+        _ => (DataType::Utf8, Arc::new(StringArray::from(cells.to_vec()))),
+    }
+}
+
+/// `table.parquet` from a table's `header` and text `rows`: `point`, `repeat` and `seed` as
+/// integers, every other column as numbers where all its cells are numbers — an empty cell (a
+/// path this row's series does not sweep) is null — else as text.
+pub fn write_table(path: &Path, header: &[String], rows: &[Vec<String>]) -> anyhow::Result<()> {
+    let mut fields = Vec::new();
+    let mut arrays = Vec::new();
+    for (i, name) in header.iter().enumerate() {
+        let cells: Vec<&str> = rows.iter().map(|r| r[i].as_str()).collect();
+        let (ty, array) = column(&cells, matches!(name.as_str(), "point" | "repeat" | "seed"));
+        let meta = HashMap::from([(PATH_KEY.to_string(), name.clone())]);
+        fields.push(Field::new(identifier(name), ty, true).with_metadata(meta));
+        arrays.push(array);
+    }
+    write(path, RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?)
+}
+
+/// `events.parquet`: the columns of `events.csv`, typed.
+pub fn write_events(path: &Path, records: &[EventRecord]) -> anyhow::Result<()> {
+    let u = |f: fn(&EventRecord) -> u64| Arc::new(UInt64Array::from_iter_values(records.iter().map(f))) as ArrayRef;
+    let latency = records.iter().map(|r| (r.done_ns - r.start_ns) as f64 / NS_PER_MS as f64);
+    let columns: Vec<(&str, DataType, ArrayRef)> = vec![
+        ("event", DataType::UInt64, u(|r| r.event)),
+        ("pu", DataType::UInt64, u(|r| r.pu as u64)),
+        ("node", DataType::UInt64, u(|r| r.node as u64)),
+        ("assigned_ns", DataType::UInt64, u(|r| r.assigned_ns)),
+        ("start_ns", DataType::UInt64, u(|r| r.start_ns)),
+        ("done_ns", DataType::UInt64, u(|r| r.done_ns)),
+        ("latency_ms", DataType::Float64, Arc::new(Float64Array::from_iter_values(latency))),
+        ("bytes", DataType::UInt64, u(|r| r.bytes)),
+        ("measured", DataType::Boolean, Arc::new(records.iter().map(|r| Some(r.measured)).collect::<BooleanArray>())),
+    ];
+    let schema = Schema::new(columns.iter().map(|(n, t, _)| Field::new(*n, t.clone(), false)).collect::<Vec<_>>());
+    write(path, RecordBatch::try_new(Arc::new(schema), columns.into_iter().map(|c| c.2).collect())?)
+}
+
+/// `events.parquet` from an `events.csv` a real run wrote (its supervisor or SFC writes the
+/// CSV as events are built).
+pub fn events_from_csv(csv_path: &Path, parquet_path: &Path) -> anyhow::Result<()> {
+    let mut r = csv::Reader::from_path(csv_path).with_context(|| format!("cannot read {}", csv_path.display()))?;
+    let mut records = Vec::new();
+    for row in r.records() {
+        let row = row?;
+        let n = |i: usize| -> anyhow::Result<u64> {
+            row.get(i).unwrap_or("").parse().with_context(|| format!("{}: row {row:?}", csv_path.display()))
+        };
+        records.push(EventRecord {
+            event: n(0)?,
+            pu: n(1)? as u32,
+            node: n(2)? as u32,
+            assigned_ns: n(3)?,
+            start_ns: n(4)?,
+            done_ns: n(5)?,
+            bytes: n(7)?,
+            measured: row.get(8) == Some("true"),
+        });
+    }
+    write_events(parquet_path, &records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+
+    #[test]
+    fn names_become_identifiers() {
+        assert_eq!(identifier("system.credits_per_node"), "system_credits_per_node");
+        assert_eq!(identifier("network.switch.buffer.port_bytes"), "network_switch_buffer_port_bytes");
+    }
+
+    #[test]
+    fn a_table_keeps_its_rows_types_and_paths() {
+        let dir = std::env::temp_dir().join(format!("daqnet-columnar-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("table.parquet");
+        let header: Vec<String> =
+            ["point", "series", "system.credits_per_node", "goodput_bps"].map(String::from).to_vec();
+        let rows = vec![
+            vec!["0".into(), "a".into(), "40".into(), "1.5e9".into()],
+            vec!["1".into(), "a".into(), "".into(), "2e9".into()],
+        ];
+        write_table(&path, &header, &rows).unwrap();
+        let reader = SerializedFileReader::new(std::fs::File::open(&path).unwrap()).unwrap();
+        assert_eq!(reader.metadata().file_metadata().num_rows(), 2);
+        let schema = parquet::arrow::parquet_to_arrow_schema(
+            reader.metadata().file_metadata().schema_descr(),
+            reader.metadata().file_metadata().key_value_metadata(),
+        )
+        .unwrap();
+        let types: Vec<(String, DataType)> =
+            schema.fields().iter().map(|f| (f.name().clone(), f.data_type().clone())).collect();
+        assert_eq!(
+            types,
+            vec![
+                ("point".into(), DataType::UInt64),
+                ("series".into(), DataType::Utf8),
+                ("system_credits_per_node".into(), DataType::Float64),
+                ("goodput_bps".into(), DataType::Float64)
+            ]
+        );
+        assert_eq!(schema.field(2).metadata().get(PATH_KEY).map(String::as_str), Some("system.credits_per_node"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
