@@ -7,7 +7,7 @@
 use anyhow::Context;
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, RecordBatch, StringArray, UInt64Array};
 use arrow_schema::{DataType, Field, Schema};
-use daqnet_core::report::EventRecord;
+use daqnet_core::report::{EventRecord, RunReport};
 use daqnet_core::NS_PER_MS;
 use parquet::arrow::ArrowWriter;
 use std::collections::HashMap;
@@ -82,6 +82,39 @@ pub fn write_events(path: &Path, records: &[EventRecord]) -> anyhow::Result<()> 
     write(path, RecordBatch::try_new(Arc::new(schema), columns.into_iter().map(|c| c.2).collect())?)
 }
 
+/// The latency histogram of `report` as rows: (lowest, highest latency of the bucket in ms,
+/// events in it), for every bucket holding any — the report's HDR histogram (microseconds, 3
+/// significant digits) decoded.
+pub fn latency_buckets(report: &RunReport) -> anyhow::Result<Vec<(f64, f64, u64)>> {
+    use base64::Engine;
+    use hdrhistogram::serialization::Deserializer;
+    if report.latency_ms.hdr_us_base64.is_empty() {
+        return Ok(Vec::new());
+    }
+    let bytes = base64::engine::general_purpose::STANDARD.decode(&report.latency_ms.hdr_us_base64)?;
+    let h: hdrhistogram::Histogram<u64> =
+        Deserializer::new().deserialize(&mut bytes.as_slice()).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    Ok(h.iter_recorded()
+        .map(|v| {
+            let high = v.value_iterated_to();
+            (h.lowest_equivalent(high) as f64 / 1000.0, high as f64 / 1000.0, v.count_at_value())
+        })
+        .collect())
+}
+
+/// `latency.parquet`: [`latency_buckets`] of `report`, columns `low_ms`, `high_ms`, `count`.
+pub fn write_latency(path: &Path, report: &RunReport) -> anyhow::Result<()> {
+    let rows = latency_buckets(report)?;
+    let f = |g: fn(&(f64, f64, u64)) -> f64| Arc::new(Float64Array::from_iter_values(rows.iter().map(g))) as ArrayRef;
+    let schema = Schema::new(vec![
+        Field::new("low_ms", DataType::Float64, false),
+        Field::new("high_ms", DataType::Float64, false),
+        Field::new("count", DataType::UInt64, false),
+    ]);
+    let count = Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.2))) as ArrayRef;
+    write(path, RecordBatch::try_new(Arc::new(schema), vec![f(|r| r.0), f(|r| r.1), count])?)
+}
+
 /// `events.parquet` from an `events.csv` a real run wrote (its supervisor or SFC writes the
 /// CSV as events are built).
 pub fn events_from_csv(csv_path: &Path, parquet_path: &Path) -> anyhow::Result<()> {
@@ -110,6 +143,17 @@ pub fn events_from_csv(csv_path: &Path, parquet_path: &Path) -> anyhow::Result<(
 mod tests {
     use super::*;
     use parquet::file::reader::{FileReader, SerializedFileReader};
+
+    #[test]
+    fn the_latency_histogram_decodes_to_its_events() {
+        let lat = daqnet_core::report::LatencyMs::from_ns(&[1_000_000, 1_000_000, 250_000_000]);
+        let r = RunReport { latency_ms: lat, ..RunReport::default() };
+        let b = latency_buckets(&r).unwrap();
+        assert_eq!(b.iter().map(|x| x.2).sum::<u64>(), 3);
+        assert_eq!(b.len(), 2);
+        assert!(b[0].0 <= 1.0 && 1.0 <= b[0].1 && b[0].2 == 2, "{b:?}");
+        assert!(b[1].0 <= 250.0 && 250.0 <= b[1].1 && b[1].1 - b[1].0 < 0.25, "3 significant digits: {b:?}");
+    }
 
     #[test]
     fn names_become_identifiers() {

@@ -289,6 +289,7 @@ fn write_point(out: &Path, p: &Point, o: &PointOutput, per_event: bool) -> anyho
         crate::columnar::write_events(&tmp.join("events.parquet"), &o.events)?;
     }
     write("report.json", &o.report.to_json())?;
+    crate::columnar::write_latency(&tmp.join("latency.parquet"), &o.report)?;
     if dir.exists() {
         std::fs::remove_dir_all(&dir).with_context(|| format!("cannot replace stale {}", dir.display()))?;
     }

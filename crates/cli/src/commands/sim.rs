@@ -36,7 +36,7 @@ pub struct SimArgs {
 pub fn run(a: SimArgs) -> anyhow::Result<ExitCode> {
     let scenario = a.scenario.load()?;
     // Nothing of an earlier run may pass for this one's, even if this one is interrupted.
-    super::clear_outputs(&a.out, &["report.json", "events.csv", "events.parquet"])?;
+    super::clear_outputs(&a.out, &["report.json", "latency.parquet", "events.csv", "events.parquet"])?;
     let stop = daqnet_evb::launcher::interrupted();
     let total = scenario.run.warmup_events + scenario.run.events;
     let bar = if a.quiet || !std::io::stderr().is_terminal() { ProgressBar::hidden() } else { ProgressBar::new(total) };
@@ -58,6 +58,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<ExitCode> {
     );
     bar.finish_and_clear();
     let report_path = super::write_file(&a.out, "report.json", &out.report.to_json())?;
+    daqnet_study::columnar::write_latency(&a.out.join("latency.parquet"), &out.report)?;
     if a.per_event {
         super::write_file(&a.out, "events.csv", &EventRecord::to_csv(&out.events))?;
         daqnet_study::columnar::write_events(&a.out.join("events.parquet"), &out.events)?;

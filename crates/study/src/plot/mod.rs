@@ -368,13 +368,6 @@ fn latencies_ms(dir: &Path) -> anyhow::Result<Vec<f64>> {
         &std::fs::read_to_string(&path).with_context(|| format!("cannot read {} (or events.csv)", path.display()))?,
     )
     .with_context(|| format!("{} is damaged", path.display()))?;
-    use base64::Engine;
-    use hdrhistogram::serialization::Deserializer;
-    let bytes = base64::engine::general_purpose::STANDARD.decode(&report.latency_ms.hdr_us_base64)?;
-    let h: hdrhistogram::Histogram<u64> = Deserializer::new()
-        .deserialize(&mut bytes.as_slice())
-        .map_err(|e| anyhow::anyhow!("{}: {e:?}", path.display()))?;
-    Ok(h.iter_recorded()
-        .flat_map(|v| std::iter::repeat_n(v.value_iterated_to() as f64 / 1000.0, v.count_at_value() as usize))
-        .collect())
+    let buckets = crate::columnar::latency_buckets(&report).with_context(|| format!("{}", path.display()))?;
+    Ok(buckets.into_iter().flat_map(|(_, high, n)| std::iter::repeat_n(high, n as usize)).collect())
 }
