@@ -66,7 +66,8 @@ pub struct Launched {
 
 /// The files a run writes into its output folder; they are removed before it starts, so that
 /// none of them can be mistaken for this run's if it fails.
-pub const OUTPUT_FILES: [&str; 5] = ["report.json", "events.csv", "events.parquet", "roles.json", "scenario.toml"];
+pub const OUTPUT_FILES: [&str; 6] =
+    ["report.json", "latency.parquet", "events.csv", "events.parquet", "roles.json", "scenario.toml"];
 
 /// How long a supervisor may stay silent (it reports every 100 ms) before it is declared hung:
 /// twice the peer timeout, at least one second.

@@ -1,6 +1,7 @@
 //! `daqnet run`: the real event builder, every role a process on this machine.
 
 use clap::Args;
+use daqnet_core::report::RunReport;
 use daqnet_core::{EventId, ReadoutId};
 use daqnet_evb::launcher::{check_duration, launch, LaunchOptions};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -102,20 +103,20 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let run = launch(&scenario, &mut opts)?;
     bar.finish_and_clear();
-    if a.per_event {
-        events_parquet(&a.out)?;
-    }
+    parquet_outputs(&a.out, &run.report, a.per_event)?;
     if !a.quiet {
         super::print_lines(&format!("{}  {:<26} {}\n", run.report.summary_table(), "report", run.path.display()));
     }
     Ok(ExitCode::from(run.code as u8))
 }
 
-/// `events.parquet` beside the `events.csv` a real run's head role wrote in `out` (none if it
-/// wrote none: a run that failed early).
-pub fn events_parquet(out: &std::path::Path) -> anyhow::Result<()> {
+/// A real run's Parquet files in `out`: `latency.parquet` from its report, and with
+/// `per_event` `events.parquet` beside the `events.csv` its head role wrote (none if it wrote
+/// none: a run that failed early).
+pub fn parquet_outputs(out: &std::path::Path, report: &RunReport, per_event: bool) -> anyhow::Result<()> {
+    daqnet_study::columnar::write_latency(&out.join("latency.parquet"), report)?;
     let csv = out.join("events.csv");
-    if csv.exists() {
+    if per_event && csv.exists() {
         daqnet_study::columnar::events_from_csv(&csv, &out.join("events.parquet"))?;
     }
     Ok(())

@@ -198,9 +198,7 @@ pub fn run(a: TestbedArgs) -> anyhow::Result<ExitCode> {
                     return Ok(ExitCode::from(1));
                 }
             };
-            if r.per_event {
-                super::run::events_parquet(&r.out)?;
-            }
+            super::run::parquet_outputs(&r.out, &done.report, r.per_event)?;
             if !r.quiet {
                 print!("{}", done.report.summary_table());
                 for l in super::verdict(&done.report, &sc, &r.scenario.origin()) {
