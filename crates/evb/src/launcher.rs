@@ -145,10 +145,19 @@ impl Drop for Roles {
 
 /// Runs the scenario with every role as a local process and returns its report.
 pub fn launch(sc: &Scenario, opts: &mut LaunchOptions) -> anyhow::Result<Launched> {
-    let dir = &opts.out;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    for f in OUTPUT_FILES {
-        let p = dir.join(f);
+    let (sc, file) = prepare_out(sc, &opts.out, &OUTPUT_FILES)?;
+    let ended = run_roles(&sc, opts, &file, interrupted())?;
+    finish(&sc, opts, ended)
+}
+
+/// Prepares a run's output folder `out`: creates it, removes the stale `files` of an earlier
+/// run, gives the scenario a fresh run id if it has none, and writes it resolved to
+/// `out/scenario.toml` — every process reads that file, so `--set` overrides reach them all.
+/// Returns the scenario and the file.
+pub fn prepare_out(sc: &Scenario, out: &Path, files: &[&str]) -> anyhow::Result<(Scenario, PathBuf)> {
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    for f in files {
+        let p = out.join(f);
         std::fs::remove_file(&p)
             .or_else(|e| if p.exists() { Err(e) } else { Ok(()) })
             .with_context(|| format!("cannot remove the stale {}", p.display()))?;
@@ -157,11 +166,9 @@ pub fn launch(sc: &Scenario, opts: &mut LaunchOptions) -> anyhow::Result<Launche
     if sc.deploy.run_id == 0 {
         sc.deploy.run_id = fresh_run_id();
     }
-    // Every role reads the resolved scenario, so `--set` overrides reach all of them.
-    let file = dir.join("scenario.toml");
+    let file = out.join("scenario.toml");
     std::fs::write(&file, sc.to_toml()).with_context(|| format!("cannot write {}", file.display()))?;
-    let ended = run_roles(&sc, opts, &file, interrupted())?;
-    finish(&sc, opts, ended)
+    Ok((sc, file))
 }
 
 /// Set once SIGINT or SIGTERM has arrived. The first call installs the handlers: from then on

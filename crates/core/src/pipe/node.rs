@@ -58,18 +58,6 @@ pub enum PipeMsg {
     Stop,
 }
 
-impl PipeMsg {
-    /// Bytes of payload the message carries (what a transport puts on the wire beyond its
-    /// header); a pull carries the scenario's request size.
-    pub fn payload(&self, pipe: &Pipe) -> u64 {
-        match *self {
-            PipeMsg::Pull { .. } => pipe.request_bytes as u64,
-            PipeMsg::Fragment { bytes, .. } | PipeMsg::Data { bytes, .. } | PipeMsg::Extra { bytes } => bytes,
-            _ => 0,
-        }
-    }
-}
-
 /// What one node counted over a run: the input of the report.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct NodeTally {

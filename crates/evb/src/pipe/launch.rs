@@ -9,13 +9,13 @@
 
 use super::run_node;
 use super::tcp::{listen, MeshConfig, TcpMesh};
-use crate::launcher::owned_by_caller;
+use crate::launcher::{owned_by_caller, prepare_out};
 use anyhow::{bail, Context};
 use daqnet_core::pipe::PipeRoles;
 use daqnet_core::report::RunReport;
 use daqnet_core::Scenario;
 use std::io::{BufRead, BufReader, Write};
-use std::net::SocketAddr;
+use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::channel;
@@ -56,6 +56,16 @@ pub fn clean(r: &RunReport) -> bool {
         && p.is_some_and(|p| p.incomplete == 0 && p.bad_payloads == 0)
 }
 
+/// A node's side of the start: says where `listener` listens (`listening ADDR` on stdout) and
+/// reads every node's address from stdin (one line, comma-separated, in node order).
+pub fn rendezvous(listener: &TcpListener) -> anyhow::Result<Vec<SocketAddr>> {
+    println!("listening {}", listener.local_addr()?);
+    std::io::stdout().flush()?;
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    line.trim().split(',').map(|a| a.parse().with_context(|| format!("`{a}` is not a node address"))).collect()
+}
+
 /// A node started by the launcher: listens, says where, learns the others' addresses on its
 /// standard input, connects, and runs.
 pub fn tcp_node(
@@ -68,22 +78,14 @@ pub fn tcp_node(
 ) -> anyhow::Result<Option<RunReport>> {
     let pipe = sc.pipe.as_ref().context("the scenario has no [pipe] section")?;
     let listener = listen("127.0.0.1:0".parse().expect("an address"), &sc.deploy.tcp_congestion)?;
-    println!("listening {}", listener.local_addr()?);
-    std::io::stdout().flush()?;
-    let mut line = String::new();
-    std::io::stdin().lock().read_line(&mut line)?;
-    let addrs: Vec<SocketAddr> = line
-        .trim()
-        .split(',')
-        .map(|a| a.parse().with_context(|| format!("node {rank}: `{a}` is not a node address")))
-        .collect::<anyhow::Result<_>>()?;
+    let addrs = rendezvous(&listener).with_context(|| format!("node {rank}"))?;
     let members = PipeRoles::of(pipe, true).members();
     anyhow::ensure!(addrs.len() == members as usize, "node {rank}: {} addresses for {members} processes", addrs.len());
     let cfg = MeshConfig {
         run_id: sc.deploy.run_id,
         congestion: sc.deploy.tcp_congestion.clone(),
         request_bytes: pipe.request_bytes,
-        max_payload: pipe.fragment_bytes.max(pipe.message_bytes).max(10_000).max(pipe.request_bytes as u64),
+        fill: super::filler(pipe).into(),
         startup: Duration::from_millis(sc.deploy.startup_timeout_ms),
     };
     let mut mesh = TcpMesh::connect(rank, listener, &addrs, &cfg)?;
@@ -107,15 +109,8 @@ impl Drop for Nodes {
 /// Returns node 0's report (also in `out/report.json`) and its exit code.
 pub fn launch(sc: &Scenario, opts: &PipeLaunch) -> anyhow::Result<(RunReport, i32)> {
     let n = PipeRoles::of(sc.pipe.as_ref().context("the scenario has no [pipe] section")?, true).members();
-    std::fs::create_dir_all(&opts.out).with_context(|| format!("cannot create {}", opts.out.display()))?;
+    let (sc, file) = prepare_out(sc, &opts.out, &["report.json", "scenario.toml"])?;
     let report_path = opts.out.join("report.json");
-    let _ = std::fs::remove_file(&report_path);
-    let mut sc = sc.clone();
-    if sc.deploy.run_id == 0 {
-        sc.deploy.run_id = (mono_ns() ^ ((std::process::id() as u64) << 40)) >> 1 | 1;
-    }
-    let file = opts.out.join("scenario.toml");
-    std::fs::write(&file, sc.to_toml()).with_context(|| format!("cannot write {}", file.display()))?;
     let epoch_ns = mono_ns();
     let mut nodes = Nodes(Vec::new());
     let (tx, rx) = channel();

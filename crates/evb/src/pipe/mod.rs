@@ -23,7 +23,7 @@ pub mod tcp;
 use anyhow::{bail, Context};
 use daqnet_core::pipe::{NodeTally, PipeMsg, PipeNode, PipeRoles};
 use daqnet_core::report::{steady_rate, FaultRecord, LostNode, Measure, NotBuilt, PipeStats, RunReport, Spread, Track};
-use daqnet_core::scenario::PipePattern;
+use daqnet_core::scenario::{Pipe, PipePattern};
 use daqnet_core::{EventId, Nanos, NodeId, PuId, Scenario, NS_PER_S};
 use std::io;
 use std::path::Path;
@@ -184,13 +184,45 @@ pub fn verify(body: &[u8], key: &[u8; KEY_BYTES]) -> bool {
 }
 
 /// The bytes of a message's body after the header: a payload's length, a pull's request size
-/// less the header, a tally's JSON.
-pub fn body_len(w: &Wire, request_bytes: u32) -> u64 {
+/// less the header.
+fn body_len(w: &Wire, request_bytes: u32) -> u64 {
     match w {
         Wire::Msg(PipeMsg::Pull { .. }) => (request_bytes as u64).saturating_sub(HEAD_BYTES as u64),
         Wire::Msg(PipeMsg::Fragment { bytes, .. } | PipeMsg::Data { bytes, .. } | PipeMsg::Extra { bytes }) => *bytes,
         _ => 0,
     }
+}
+
+/// A message ready for the wire: its header, the key its payload starts and ends with (a
+/// verified payload), or the JSON body of a tally. Any other body is filler, `head.len` long.
+pub struct Outgoing {
+    /// The header.
+    pub head: Head,
+    /// A verified payload's key.
+    pub key: Option<[u8; KEY_BYTES]>,
+    /// A tally's body (empty for anything else).
+    pub tally: Vec<u8>,
+}
+
+impl Outgoing {
+    /// `w` from node `from`, a pull being `request_bytes` long in all.
+    pub fn of(w: &Wire, from: u32, request_bytes: u32, run_id: u64) -> Outgoing {
+        let tally = match w {
+            Wire::Tally(t) => serde_json::to_vec(t).expect("a tally serializes"),
+            _ => Vec::new(),
+        };
+        let len = if tally.is_empty() { body_len(w, request_bytes) } else { tally.len() as u64 };
+        let head = Head::of(w, from, len);
+        Outgoing { key: head.key(run_id), head, tally }
+    }
+}
+
+/// The filler of every payload, long enough for the longest a node of `pipe` sends: a
+/// fragment, a message of its pattern's cycle, or a pull.
+pub fn filler(pipe: &Pipe) -> Vec<u8> {
+    let cycle = pipe.pattern.cycle(pipe.message_bytes);
+    let max = cycle.into_iter().chain([pipe.fragment_bytes, pipe.request_bytes as u64]).max().unwrap_or(0);
+    (0..max).map(|i| (i * 31 % 251) as u8).collect()
 }
 
 /// What a mesh reports.
@@ -455,7 +487,7 @@ mod tests {
         ];
         for m in msgs {
             let w = Wire::Msg(m);
-            let h = Head::of(&w, 9, body_len(&w, 64));
+            let h = Outgoing::of(&w, 9, 64, 1).head;
             let back = Head::decode(&h.encode()).unwrap();
             assert_eq!(back, h);
             assert!(back.len_ok());

@@ -8,7 +8,7 @@
 //! that would let the others go on (ULFM) is not in the Open MPI that distributions ship. So
 //! over MPI a lost node ends the run without a report; [`Mesh::next`] never reports one.
 
-use super::{body_len, verify, Head, Mesh, MeshEvent, Wire, HEAD_BYTES};
+use super::{filler, verify, Head, Mesh, MeshEvent, Outgoing, Wire, HEAD_BYTES};
 use anyhow::{bail, Context};
 use daqnet_core::pipe::PipeRoles;
 use daqnet_core::report::RunReport;
@@ -62,13 +62,12 @@ pub fn run(
             pipe.nodes,
         );
     }
-    let max = pipe.fragment_bytes.max(pipe.message_bytes).max(10_000) as usize;
     let mut mesh = MpiMesh {
         me: NodeId(world.rank() as u32),
         world,
         run_id: if sc.deploy.run_id == 0 { 1 } else { sc.deploy.run_id },
         request_bytes: pipe.request_bytes,
-        fill: (0..max).map(|i| (i * 31 % 251) as u8).collect(),
+        fill: filler(pipe),
         pending: Vec::new(),
         spare: Vec::new(),
         ready: VecDeque::new(),
@@ -83,12 +82,8 @@ pub fn run(
 impl MpiMesh {
     /// A buffer holding `w`'s header and body: a verified payload as key, filler, key.
     fn encode(&mut self, w: &Wire) -> Box<[u8]> {
-        let tally = match w {
-            Wire::Tally(t) => serde_json::to_vec(t).expect("a tally serializes"),
-            _ => Vec::new(),
-        };
-        let len = if tally.is_empty() { body_len(w, self.request_bytes) } else { tally.len() as u64 } as usize;
-        let head = Head::of(w, self.me.0, len as u64);
+        let o = Outgoing::of(w, self.me.0, self.request_bytes, self.run_id);
+        let len = o.head.len as usize;
         let size = HEAD_BYTES + len;
         // A spare buffer of the size already holds the filler, which never changes: only the
         // header and the keys are rewritten (a megabyte copied per message otherwise).
@@ -96,9 +91,9 @@ impl MpiMesh {
             Some(i) => (self.spare.swap_remove(i), true),
             None => (vec![0u8; size].into_boxed_slice(), false),
         };
-        buf[..HEAD_BYTES].copy_from_slice(&head.encode());
+        buf[..HEAD_BYTES].copy_from_slice(&o.head.encode());
         let body = &mut buf[HEAD_BYTES..];
-        match head.key(self.run_id) {
+        match o.key {
             Some(k) => {
                 if !filled {
                     body[8..len - 8].copy_from_slice(&self.fill[..len - 16]);
@@ -106,7 +101,7 @@ impl MpiMesh {
                 body[..8].copy_from_slice(&k);
                 body[len - 8..].copy_from_slice(&k);
             }
-            None if !tally.is_empty() => body.copy_from_slice(&tally),
+            None if !o.tally.is_empty() => body.copy_from_slice(&o.tally),
             None if !filled => body.copy_from_slice(&self.fill[..len]),
             None => {}
         }

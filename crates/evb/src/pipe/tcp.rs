@@ -9,7 +9,7 @@
 //! A peer whose connection ends before its goodbye is lost: on loopback or a LAN a killed
 //! process's sockets are closed by its kernel at once, so peers notice within milliseconds.
 
-use super::{body_len, verify, Head, Mesh, MeshEvent, Wire, HEAD_BYTES};
+use super::{verify, Head, Mesh, MeshEvent, Outgoing, Wire, HEAD_BYTES};
 use crate::net::transport::tuned_socket;
 use anyhow::{bail, Context};
 use daqnet_core::NodeId;
@@ -46,8 +46,8 @@ pub struct MeshConfig {
     pub congestion: String,
     /// Bytes of a pull request on the wire (`pipe.request_bytes`).
     pub request_bytes: u32,
-    /// The longest payload a node sends.
-    pub max_payload: u64,
+    /// The filler of every payload ([`super::filler`]).
+    pub fill: Arc<[u8]>,
     /// How long to wait for every peer to connect.
     pub startup: Duration,
 }
@@ -81,7 +81,6 @@ impl TcpMesh {
         }
         accept_higher(me, &listener, &mut streams, cfg)?;
         let (tx, rx) = channel();
-        let fill: Arc<[u8]> = (0..cfg.max_payload).map(|i| (i * 31 % 251) as u8).collect();
         let mut writers = Vec::with_capacity(n);
         let mut readers = 0;
         for (k, s) in streams.into_iter().enumerate() {
@@ -91,7 +90,8 @@ impl TcpMesh {
             };
             let peer = NodeId(k as u32);
             let (wtx, wrx) = channel();
-            let w = Writer { me, peer, stream: s.try_clone()?, tx: tx.clone(), fill: fill.clone(), cfg: cfg.clone() };
+            let w =
+                Writer { me, peer, stream: s.try_clone()?, tx: tx.clone(), fill: cfg.fill.clone(), cfg: cfg.clone() };
             std::thread::Builder::new().name(format!("pipe-w{k}")).spawn(move || w.run(wrx))?;
             let (tx, run_id) = (tx.clone(), cfg.run_id);
             std::thread::Builder::new().name(format!("pipe-r{k}")).spawn(move || read_peer(peer, s, run_id, &tx))?;
@@ -210,19 +210,13 @@ impl Writer {
 
     /// One message: its header, then its body — a verified payload as key, filler, key.
     fn write(&mut self, w: &Wire) -> io::Result<()> {
-        let tally = match w {
-            Wire::Tally(t) => serde_json::to_vec(t).expect("a tally serializes"),
-            _ => Vec::new(),
-        };
-        let len = if tally.is_empty() { body_len(w, self.cfg.request_bytes) } else { tally.len() as u64 };
-        let head = Head::of(w, self.me, len);
-        let h = head.encode();
-        let len = len as usize;
-        let key = head.key(self.cfg.run_id);
+        let o = Outgoing::of(w, self.me, self.cfg.request_bytes, self.cfg.run_id);
+        let h = o.head.encode();
+        let len = o.head.len as usize;
         let mut parts: Vec<IoSlice> = vec![IoSlice::new(&h)];
-        match &key {
+        match &o.key {
             Some(k) => parts.extend([IoSlice::new(k), IoSlice::new(&self.fill[..len - 2 * k.len()]), IoSlice::new(k)]),
-            None if !tally.is_empty() => parts.push(IoSlice::new(&tally)),
+            None if !o.tally.is_empty() => parts.push(IoSlice::new(&o.tally)),
             None => parts.push(IoSlice::new(&self.fill[..len])),
         }
         write_all_vectored(&mut self.stream, &mut parts)
@@ -301,7 +295,7 @@ mod tests {
             run_id: 77,
             congestion: "reno".into(),
             request_bytes: 64,
-            max_payload: 64,
+            fill: vec![7u8; 64].into(),
             startup: Duration::from_secs(5),
         };
         let l = listen("127.0.0.1:0".parse().unwrap(), &cfg.congestion).unwrap();

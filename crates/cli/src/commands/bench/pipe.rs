@@ -4,10 +4,10 @@
 //! check — measured per node in the same run. In a build with MPI, the same over MPI against
 //! `MPI_Alltoall`, each started by `mpirun`.
 
-use daqnet_evb::pipe::launch::{launch, PipeLaunch};
+use daqnet_evb::pipe::launch::{launch, rendezvous, PipeLaunch};
 use daqnet_evb::pipe::tcp::listen;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -27,11 +27,7 @@ const BLOCK: usize = 1 << 20;
 /// received and the seconds from the first to the last, as JSON.
 pub fn raw_node(rank: u32, seconds: f64) -> anyhow::Result<()> {
     let l = listen("127.0.0.1:0".parse()?, "cubic")?;
-    println!("listening {}", l.local_addr()?);
-    std::io::stdout().flush()?;
-    let mut line = String::new();
-    std::io::stdin().lock().read_line(&mut line)?;
-    let addrs: Vec<SocketAddr> = line.trim().split(',').map(str::parse).collect::<Result<_, _>>()?;
+    let addrs = rendezvous(&l)?;
     let mut peers = Vec::new();
     for a in &addrs[..rank as usize] {
         let s = daqnet_evb::net::transport::tuned_socket(a, "cubic")?;
