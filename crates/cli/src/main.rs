@@ -45,6 +45,8 @@ enum Command {
     Validate(commands::validate::ValidateArgs),
     /// Run the lossless software switch (a queue per collector) on this namespace's interfaces.
     Switch(commands::switch::SwitchArgs),
+    /// Plan a parallel leaf-spine fabric: bandwidth formulas, flow placement, link loads, OpenFlow rules.
+    Plan(commands::plan::PlanArgs),
     /// Run one role of a real run (supervisor, readout, collector), for deployment on many hosts.
     #[command(name = daqnet_evb::role::VERB)]
     Role(daqnet_evb::role::RoleArgs),
@@ -69,6 +71,7 @@ fn check(c: &Command) -> anyhow::Result<()> {
         Command::Pipe(a) => commands::pipe::check(a).map(drop),
         Command::Testbed(a) => commands::testbed::check(a),
         Command::Validate(a) => commands::validate::check(a),
+        Command::Plan(a) => commands::plan::check(a),
         // A role's scenario file lives on its host; plot and study read outputs of earlier
         // runs; switch, scenario and bench have nothing beyond their flags to check.
         Command::Role(_)
@@ -108,6 +111,7 @@ fn main() -> ExitCode {
         Command::Testbed(a) => commands::testbed::run(a),
         Command::Validate(a) => commands::validate::run(a),
         Command::Switch(a) => commands::switch::run(a),
+        Command::Plan(a) => commands::plan::run(a),
         Command::Role(a) => commands::role::run(a),
         Command::Scenario(a) => commands::scenario::run(a),
         Command::Bench(a) => commands::bench::run(a),

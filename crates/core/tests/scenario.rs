@@ -166,3 +166,41 @@ fn durations_take_units_and_semantic_errors_keep_where_the_value_came_from() {
     let e = err("", &["system.credits_per_node=-5"]);
     assert!(e.contains("credits are a whole number from system.fragments_per_unit"), "{e}");
 }
+
+/// The printed default's fabric, uncommented, on the default system's 160 readout units and
+/// 39 nodes re-sized to fit it; and each inconsistent size named by its field.
+#[test]
+fn fabric_sizes_are_checked_by_name() {
+    let block: String = DEFAULT_SCENARIO_TOML
+        .lines()
+        .skip_while(|l| *l != "# [network.fabric]")
+        .take_while(|l| !l.is_empty())
+        .filter_map(|l| l.strip_prefix("# "))
+        .filter(|l| !l.starts_with(' '))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let text =
+        format!("[system]\nreadout_units = 160\nnodes = 40\n[network]\ntopology = \"parallel_leaf_spine\"\n{block}");
+    let s = parse_str(&text, "fabric", &[]).unwrap();
+    let f = s.network.fabric.as_ref().unwrap();
+    assert_eq!((f.pods, f.planes, f.spines_per_plane, f.readout_planes(), f.rack_planes()), (4, 2, 2, 2, 2));
+
+    let bad = |sets: &[&str]| {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        parse_str(&text, "my.toml", &sets).unwrap_err().to_string()
+    };
+    let e = bad(&["system.readout_units=150"]);
+    assert!(e.contains("field `network.fabric.readout_per_pod`: is 40: 4 pods × 40 = 160 readout units, but system.readout_units is 150"), "{e}");
+    let e = bad(&["system.nodes=39"]);
+    assert!(e.contains("field `network.fabric.nodes_per_rack`") && e.contains("system.nodes is 39"), "{e}");
+    let e = bad(&["network.fabric.spines_per_plane=0"]);
+    assert!(e.contains("field `network.fabric.spines_per_plane`: is 0"), "{e}");
+    let e = bad(&["network.fabric.rack_uplinks=3"]);
+    assert!(e.contains("field `network.fabric.rack_uplinks`: is 3; must be in 1 ..= network.fabric.planes (2)"), "{e}");
+    let e = bad(&["network.fabric.rack_uplinks=1", "network.fabric.readout_uplinks=1"]);
+    assert!(e.contains("share no plane"), "{e}");
+    let e = parse_str("[network]\ntopology = \"parallel_leaf_spine\"\n", "my.toml", &[]).unwrap_err().to_string();
+    assert!(e.contains("field `network.fabric`: is missing"), "{e}");
+    let e = bad(&["network.topology=star"]);
+    assert!(e.contains("field `network.fabric`: is set but network.topology = \"star\" does not use it"), "{e}");
+}

@@ -13,7 +13,6 @@ use crate::net::port::{offer, Admission};
 use crate::net::wire::{frame_bytes, sack_option_bytes};
 use crate::tcp::{AckUrgency, Endpoint, TcpParams, Transmission};
 use daqnet_core::report::{PortStats, RunReport, SimWork, SwitchStats, TcpCounters};
-use daqnet_core::workload::mix;
 use daqnet_core::{ConnId, Nanos, Side, NS_PER_S};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -192,7 +191,8 @@ struct Conn<M> {
     wakeup: [Nanos; 2],
     /// Messages written by each end, with the sequence number where each ends.
     msgs: [VecDeque<(u64, M)>; 2],
-    /// The core router each end's packets take (two-tier fabrics).
+    /// The path each end's packets take (a core router, or a plane and spine; see
+    /// [`Fabric::conn_paths`]).
     core: [u8; 2],
     /// The host of each end.
     hosts: [u32; 2],
@@ -235,16 +235,15 @@ pub struct Sockets<M> {
 impl<M: Copy> Sockets<M> {
     /// Connections between the `(opener, acceptor)` host pairs, numbered in order, set up
     /// before the run: the handshake gives each endpoint its first RTT sample. Each end's
-    /// packets are hashed onto a core router (per-flow ECMP).
+    /// packets take the path [`Fabric::conn_paths`] gives them.
     pub fn new(fabric: Fabric, params: &TcpParams, pairs: impl IntoIterator<Item = (u32, u32)>) -> Self {
         let ack_frame = frame_bytes(0, 0);
-        let cores = fabric.cores as u64;
         let conns = pairs
             .into_iter()
             .enumerate()
             .map(|(c, hosts)| {
                 let c = c as u64;
-                let core = [(mix(c * 2) % cores) as u8, (mix(c * 2 + 1) % cores) as u8];
+                let core = fabric.conn_paths(c, hosts);
                 let rtt = fabric.unloaded_delay_ns(hosts.0, hosts.1, core[0] as u32, ack_frame)
                     + fabric.unloaded_delay_ns(hosts.1, hosts.0, core[1] as u32, ack_frame);
                 let mut ep = [Endpoint::new(params), Endpoint::new(params)];
@@ -405,7 +404,7 @@ impl<M: Copy> Sockets<M> {
             sack,
         };
         self.packets += 1;
-        self.forward(q, self.fabric.host_nic[src as usize], pkt);
+        self.forward(q, self.fabric.nic(src, pkt.core as u32), pkt);
     }
 
     fn forward<A>(&mut self, q: &mut EventQueue<Ev<A>>, port: u32, pkt: Packet) {

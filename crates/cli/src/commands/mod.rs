@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod pipe;
+pub mod plan;
 pub mod plot;
 pub mod role;
 pub mod run;
@@ -153,6 +154,10 @@ fn collector_buffer(sc: &Scenario) -> Option<(&'static str, u64)> {
             (sw.kind == SwitchKind::Bridge).then_some(("network.switch.buffer.port_bytes", &sw.buffer))?
         }
         Topology::TwoTier => ("network.rack_switch.buffer.port_bytes", &sc.network.rack_switch.as_ref()?.buffer),
+        Topology::ParallelLeafSpine => {
+            let rack = &sc.network.fabric.as_ref()?.rack;
+            (rack.kind == SwitchKind::Bridge).then_some(("network.fabric.rack.buffer.port_bytes", &rack.buffer))?
+        }
     };
     match buffer {
         BufferConfig::Dedicated { port_bytes } => Some((field, *port_bytes)),

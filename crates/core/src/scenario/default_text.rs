@@ -32,7 +32,8 @@ policy = "fcfs"              # fcfs | random | node_round_robin | node_load_bala
 control_delay_ns = "50us"    # supervisor <-> processing unit message latency (off the data network)
 
 [network]
-topology = "two_tier"        # "star": one switch ([network.switch]); "two_tier": access switches + core
+topology = "two_tier"        # "star": one switch ([network.switch]); "two_tier": access switches + core;
+                             # "parallel_leaf_spine": pods joined by planes ([network.fabric])
 mtu_bytes = 1500             # IP MTU; MSS = mtu_bytes - 52 (IPv4, TCP, timestamps)
 readout_link_bps = "1G"          # each readout unit's link
 node_link_bps = "1G"             # each node's link (the collector port)
@@ -60,6 +61,21 @@ buffer = { scheme = "dedicated", port_bytes = "600kB" }
 [network.core]               # two_tier: core routers; each connection is hashed onto one (ECMP)
 routers = 2
 buffer = { scheme = "deep", port_bytes = "1.5GB" }
+
+# parallel_leaf_spine only ([LOSSLESS] §V, docs/fabric.md; planned by `daqnet plan`):
+# [network.fabric]
+# pods = 4                   # readout units and racks are split evenly over the pods
+# planes = 2                 # independent leaf-spine planes; a leaf per pod in each
+# spines_per_plane = 2
+# readout_per_pod = 40       # pods × readout_per_pod = system.readout_units
+# racks_per_pod = 1          # HLT racks: a top-of-rack switch and its nodes
+# nodes_per_rack = 10        # pods × racks_per_pod × nodes_per_rack = system.nodes
+# rack_uplink_bps = "10G"    # top-of-rack switch <-> leaf, one per plane it reaches
+# spine_link_bps = "10G"     # leaf <-> spine
+# assignment = "controller"  # "controller": a collector's flows on one plane and spine, spread
+#                            # evenly ([LOSSLESS] §V-B); "ecmp": each flow hashed onto a path
+# readout_uplinks = 2        # planes a readout unit reaches (default: all), likewise rack_uplinks
+# leaf = { kind = "bridge", buffer = { scheme = "dedicated", port_bytes = "4MB" } }   # also spine, rack
 
 [network.tcp]
 congestion_control = "newreno"   # newreno | cubic | static

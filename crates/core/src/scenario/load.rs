@@ -140,8 +140,8 @@ fn line_of(text: &str, field: &str) -> Option<usize> {
 fn defaults_for(user: &toml::Table) -> toml::Table {
     let mut base = Scenario::default();
     let topology = user.get("network").and_then(|n| n.get("topology")).and_then(|t| t.as_str());
-    if topology == Some("star") {
-        base.network.topology = Topology::Star;
+    if let Some(t) = [Topology::Star, Topology::ParallelLeafSpine].into_iter().find(|t| topology == Some(t.name())) {
+        base.network.topology = t;
     }
     toml::Table::try_from(base.with_defaults()).expect("the default scenario serializes to a table")
 }

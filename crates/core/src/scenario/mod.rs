@@ -6,6 +6,7 @@
 //! (`"200ms"`, `"5 ms"`), see [`crate::units`].
 
 mod choice;
+mod fabric;
 mod farm;
 mod load;
 mod pipe;
@@ -13,6 +14,7 @@ mod raw;
 mod validate;
 
 pub use choice::{Credits, Rate};
+pub use fabric::{Assignment, ParallelLeafSpine};
 pub use farm::{Dispatch, Farm, Implementation};
 pub use load::{apply_set, load, parse_str, ScenarioError};
 pub use pipe::{Pipe, PipeDirection, PipePattern, PipeScheduler};
@@ -165,13 +167,27 @@ pub enum Topology {
     /// switches (`[network.rack_switch]`), every access switch with one uplink to each core
     /// router (`[network.core]`).
     TwoTier,
+    /// [LOSSLESS] §V-A's parallel leaf-spine: pods joined by independent leaf-spine planes,
+    /// described by `[network.fabric]` (planned by `daqnet plan`).
+    ParallelLeafSpine,
+}
+
+impl Topology {
+    /// The name used in scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Topology::Star => "star",
+            Topology::TwoTier => "two_tier",
+            Topology::ParallelLeafSpine => "parallel_leaf_spine",
+        }
+    }
 }
 
 /// `[network]`: topology, links, switches and TCP.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Network {
-    /// `star` or `two_tier`.
+    /// `star`, `two_tier` or `parallel_leaf_spine`.
     pub topology: Topology,
     /// IP MTU in bytes; the TCP MSS is `mtu_bytes - 52` (IPv4 + TCP + timestamps option).
     #[serde(deserialize_with = "de_bytes_u32")]
@@ -209,6 +225,9 @@ pub struct Network {
     /// `two_tier` only: the core routers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub core: Option<CoreConfig>,
+    /// `parallel_leaf_spine` only: pods, planes, spines, rates and switches.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<ParallelLeafSpine>,
     /// TCP model settings.
     pub tcp: TcpConfig,
 }
@@ -513,6 +532,7 @@ impl Default for Network {
             readout_switch: None,
             rack_switch: None,
             core: None,
+            fabric: None,
             tcp: TcpConfig::default(),
         }
     }
@@ -600,6 +620,8 @@ impl Scenario {
                 n.rack_switch.get_or_insert_with(Network::default_rack_switch);
                 n.core.get_or_insert_with(Network::default_core);
             }
+            // Its sizes must match [system]'s: no default could.
+            Topology::ParallelLeafSpine => {}
         }
         self
     }

@@ -1,7 +1,8 @@
 //! Semantic checks of a scenario: each problem names the field, its value and what is allowed.
 
 use super::{
-    BufferConfig, Credits, Dispatch, Farm, FragmentSize, Network, Pipe, PipeScheduler, Rate, Scenario, Topology,
+    BufferConfig, Credits, Dispatch, Farm, FragmentSize, Network, ParallelLeafSpine, Pipe, PipeScheduler, Rate,
+    Scenario, SwitchConfig, System, Topology,
 };
 
 type Problems = Vec<(String, String)>;
@@ -14,6 +15,18 @@ fn need(p: &mut Problems, ok: bool, field: &str, message: String) {
 
 fn positive(p: &mut Problems, field: &str, v: u64) {
     need(p, v > 0, field, format!("is {v}; must be at least 1"));
+}
+
+/// A switch of a star or of a fabric tier: its buffer, or its daqring queues, hold a frame.
+fn switch(p: &mut Problems, field: &str, sw: &SwitchConfig, frame: u64) {
+    buffer(p, &format!("{field}.buffer"), &sw.buffer, frame);
+    let q = sw.daqring.queue_bytes;
+    need(
+        p,
+        q >= frame,
+        &format!("{field}.daqring.queue_bytes"),
+        format!("is {q}; must hold at least one full frame ({frame} bytes)"),
+    );
 }
 
 fn buffer(p: &mut Problems, field: &str, b: &BufferConfig, mtu_frame: u64) {
@@ -119,58 +132,57 @@ impl Scenario {
         positive(&mut p, "network.readout_link_bps", n.readout_link_bps);
         positive(&mut p, "network.node_link_bps", n.node_link_bps);
         let frame = n.mtu_bytes as u64 + 18;
-        match n.topology {
-            Topology::Star => {
-                for (set, name) in [
-                    (n.readout_switch.is_some(), "readout_switch"),
-                    (n.rack_switch.is_some(), "rack_switch"),
-                    (n.core.is_some(), "core"),
-                ] {
-                    need(
-                        &mut p,
-                        !set,
-                        &format!("network.{name}"),
-                        "is set but network.topology = \"star\" has a single switch, [network.switch]; \
-                         remove it or set topology = \"two_tier\""
-                            .to_string(),
-                    );
-                }
-                if let Some(sw) = &n.switch {
-                    buffer(&mut p, "network.switch.buffer", &sw.buffer, frame);
-                    let q = sw.daqring.queue_bytes;
-                    need(
-                        &mut p,
-                        q >= frame,
-                        "network.switch.daqring.queue_bytes",
-                        format!("is {q}; must hold at least one full frame ({frame} bytes)"),
-                    );
+        // Each optional section belongs to one topology.
+        let sections = [
+            ("switch", n.switch.is_some(), Topology::Star),
+            ("readout_switch", n.readout_switch.is_some(), Topology::TwoTier),
+            ("rack_switch", n.rack_switch.is_some(), Topology::TwoTier),
+            ("core", n.core.is_some(), Topology::TwoTier),
+            ("fabric", n.fabric.is_some(), Topology::ParallelLeafSpine),
+        ];
+        for (name, set, owner) in sections {
+            need(
+                &mut p,
+                !set || owner == n.topology,
+                &format!("network.{name}"),
+                format!(
+                    "is set but network.topology = \"{}\" does not use it; [network.{name}] belongs to topology = \"{}\": \
+                     remove it or change the topology",
+                    n.topology.name(),
+                    owner.name()
+                ),
+            );
+        }
+        if let Some(sw) = n.switch.as_ref().filter(|_| n.topology == Topology::Star) {
+            switch(&mut p, "network.switch", sw, frame);
+        }
+        if n.topology == Topology::TwoTier {
+            for (sw, name) in [(&n.readout_switch, "readout_switch"), (&n.rack_switch, "rack_switch")] {
+                if let Some(sw) = sw {
+                    positive(&mut p, &format!("network.{name}.hosts"), sw.hosts as u64);
+                    positive(&mut p, &format!("network.{name}.uplink_bps"), sw.uplink_bps);
+                    buffer(&mut p, &format!("network.{name}.buffer"), &sw.buffer, frame);
                 }
             }
-            Topology::TwoTier => {
+            if let Some(core) = &n.core {
                 need(
                     &mut p,
-                    n.switch.is_none(),
-                    "network.switch",
-                    "is set but network.topology = \"two_tier\" uses [network.readout_switch], \
-                     [network.rack_switch] and [network.core]; remove it or set topology = \"star\""
-                        .to_string(),
+                    (1..=64).contains(&core.routers),
+                    "network.core.routers",
+                    format!("is {}; must be in 1 ..= 64", core.routers),
                 );
-                for (sw, name) in [(&n.readout_switch, "readout_switch"), (&n.rack_switch, "rack_switch")] {
-                    if let Some(sw) = sw {
-                        positive(&mut p, &format!("network.{name}.hosts"), sw.hosts as u64);
-                        positive(&mut p, &format!("network.{name}.uplink_bps"), sw.uplink_bps);
-                        buffer(&mut p, &format!("network.{name}.buffer"), &sw.buffer, frame);
-                    }
-                }
-                if let Some(core) = &n.core {
-                    need(
-                        &mut p,
-                        (1..=64).contains(&core.routers),
-                        "network.core.routers",
-                        format!("is {}; must be in 1 ..= 64", core.routers),
-                    );
-                    buffer(&mut p, "network.core.buffer", &core.buffer, frame);
-                }
+                buffer(&mut p, "network.core.buffer", &core.buffer, frame);
+            }
+        }
+        if n.topology == Topology::ParallelLeafSpine {
+            match &n.fabric {
+                Some(f) => validate_fabric(&mut p, f, s, frame),
+                None => p.push((
+                    "network.fabric".into(),
+                    "is missing; topology = \"parallel_leaf_spine\" needs its pods, planes, spines and rates \
+                     (docs/fabric.md)"
+                        .into(),
+                )),
             }
         }
         let t = &n.tcp;
@@ -352,8 +364,75 @@ fn validate_farm(p: &mut Problems, f: &Farm, n: &Network) {
         p,
         n.topology == Topology::Star,
         "network.topology",
-        "is \"two_tier\"; a sub-farm ([farm]) sits on one switch: set topology = \"star\"".to_string(),
+        format!("is \"{}\"; a sub-farm ([farm]) sits on one switch: set topology = \"star\"", n.topology.name()),
     );
+}
+
+/// `[network.fabric]`: sizes that divide the system's, uplinks within the planes, every readout
+/// unit sharing a plane with every rack.
+fn validate_fabric(p: &mut Problems, f: &ParallelLeafSpine, s: &System, frame: u64) {
+    let sizes = [
+        ("pods", f.pods),
+        ("planes", f.planes),
+        ("spines_per_plane", f.spines_per_plane),
+        ("readout_per_pod", f.readout_per_pod),
+        ("racks_per_pod", f.racks_per_pod),
+        ("nodes_per_rack", f.nodes_per_rack),
+    ];
+    for (name, v) in sizes {
+        need(p, (1..=4096).contains(&v), &format!("network.fabric.{name}"), format!("is {v}; must be in 1 ..= 4096"));
+    }
+    let readouts = f.pods as u64 * f.readout_per_pod as u64;
+    need(
+        p,
+        readouts == s.readout_units as u64,
+        "network.fabric.readout_per_pod",
+        format!(
+            "is {}: {} pods × {} = {readouts} readout units, but system.readout_units is {}; \
+             pods × readout_per_pod must equal it",
+            f.readout_per_pod, f.pods, f.readout_per_pod, s.readout_units
+        ),
+    );
+    let nodes = f.pods as u64 * f.racks_per_pod as u64 * f.nodes_per_rack as u64;
+    need(
+        p,
+        nodes == s.nodes as u64,
+        "network.fabric.nodes_per_rack",
+        format!(
+            "is {}: {} pods × {} racks × {} = {nodes} nodes, but system.nodes is {}; \
+             pods × racks_per_pod × nodes_per_rack must equal it",
+            f.nodes_per_rack, f.pods, f.racks_per_pod, f.nodes_per_rack, s.nodes
+        ),
+    );
+    for (name, u) in [("readout_uplinks", f.readout_uplinks), ("rack_uplinks", f.rack_uplinks)] {
+        if let Some(u) = u {
+            need(
+                p,
+                (1..=f.planes).contains(&u),
+                &format!("network.fabric.{name}"),
+                format!("is {u}; must be in 1 ..= network.fabric.planes ({}): an uplink reaches one plane", f.planes),
+            );
+        }
+    }
+    // Uplinks are staggered arcs of the plane ring (see `ParallelLeafSpine::readout_uplinks`):
+    // two arcs always meet when their lengths add up to more than the ring.
+    need(
+        p,
+        f.readout_planes() + f.rack_planes() > f.planes,
+        "network.fabric.rack_uplinks",
+        format!(
+            "is {} with readout_uplinks {} on {} planes: some readout units and racks would share no plane, \
+             and their events could never be built; readout_uplinks + rack_uplinks must exceed planes",
+            f.rack_planes(),
+            f.readout_planes(),
+            f.planes
+        ),
+    );
+    positive(p, "network.fabric.rack_uplink_bps", f.rack_uplink_bps);
+    positive(p, "network.fabric.spine_link_bps", f.spine_link_bps);
+    for (name, sw) in f.tiers() {
+        switch(p, &format!("network.fabric.{name}"), sw, frame);
+    }
 }
 
 /// `[pipe]`: sizes and limits, one dataflow per scenario, a star.
@@ -367,6 +446,13 @@ fn validate_pipe(p: &mut Problems, pipe: &Pipe, sc: &Scenario) {
         positive(p, "pipe.parallel_transfers", pipe.parallel_transfers as u64);
     }
     need(p, sc.farm.is_none(), "pipe", "and [farm] are both set; a scenario runs one of them".to_string());
+    need(
+        p,
+        sc.network.topology != super::Topology::ParallelLeafSpine,
+        "network.topology",
+        "is \"parallel_leaf_spine\", which carries the event builder of [system]; a pipe runs on \"star\" or \"two_tier\""
+            .to_string(),
+    );
     if pipe.pattern != super::PipePattern::EventBuilding {
         positive(p, "pipe.message_bytes", pipe.message_bytes);
         positive(p, "pipe.messages_in_flight", pipe.messages_in_flight as u64);

@@ -2,10 +2,19 @@
 //! scenario's `[network]` section.
 //!
 //! Host numbering: readout unit `r` is host `r`; node `n` is host `readout_units + n`.
+//!
+//! A connection's packets take one of the fabric's *paths*: a core router of a two-tier network,
+//! or a (plane, spine) of a parallel leaf-spine (`plane × spines + spine`), numbered so that
+//! every switch forwards by destination and path alone.
 
 use super::port::{BufferPools, Port, PortBuffer};
 use super::wire::{serialization_ps, wire_bytes};
-use daqnet_core::scenario::{BufferConfig, Network, SwitchKind, Topology};
+use daqnet_core::scenario::{BufferConfig, Network, SwitchConfig, SwitchKind, Topology};
+use daqnet_core::workload::mix;
+use daqnet_core::{NodeId, ReadoutId};
+use daqnet_fabric::assign::{place, Failures, Placement};
+use daqnet_fabric::links::Links;
+use daqnet_fabric::shape::Shape;
 
 /// A vertex of the network graph, where a frame can arrive: a host or a switch. (Not a worker
 /// node: those are hosts.)
@@ -28,14 +37,17 @@ pub struct Fabric {
     pub peer: Vec<Vertex>,
     /// Shared buffer pools.
     pub pools: BufferPools,
-    /// The transmit port of each host.
-    pub host_nic: Vec<u32>,
-    /// Per switch, per destination host: the output port, or `UPLINK` (choose by core).
+    /// The transmit port of each host on each path (`host × paths + path`): a readout unit of
+    /// a parallel leaf-spine has a link to each plane it reaches.
+    host_nic: Vec<u32>,
+    /// Per switch, per destination host: the output port, or `UPLINK` (choose by path).
     fwd: Vec<Vec<u32>>,
-    /// Per switch: its uplink port to each core router (empty for cores and a star switch).
+    /// Per switch: its uplink port for each path (empty for cores, spines and a star switch).
     uplinks: Vec<Vec<u32>>,
-    /// Number of core routers (1 in a star, where it is unused).
-    pub cores: u32,
+    /// Number of paths: core routers, or planes × spines (1 in a star, where it is unused).
+    pub paths: u32,
+    /// A parallel leaf-spine's planned path of each readout unit → node flow (node-major).
+    planned: Option<(u32, Vec<u8>)>,
     /// Switch names.
     pub switch_names: Vec<String>,
 }
@@ -50,6 +62,12 @@ impl Builder {
         self.f.fwd.push(vec![UPLINK; hosts]);
         self.f.uplinks.push(Vec::new());
         self.f.switch_names.len() as u32 - 1
+    }
+
+    /// A host's NIC for every path.
+    fn nic_for_all_paths(&mut self, h: u32, nic: u32) {
+        let paths = self.f.paths as usize;
+        self.f.host_nic[h as usize * paths..(h as usize + 1) * paths].fill(nic);
     }
 
     fn port(&mut self, name: String, rate: u64, delay: u64, buffer: PortBuffer, on_switch: bool, peer: Vertex) -> u32 {
@@ -114,13 +132,22 @@ impl Fabric {
                 ports: Vec::new(),
                 peer: Vec::new(),
                 pools: BufferPools::default(),
-                host_nic: vec![0; hosts],
+                host_nic: Vec::new(),
                 fwd: Vec::new(),
                 uplinks: Vec::new(),
-                cores: 1,
+                paths: match net.topology {
+                    Topology::Star => 1,
+                    Topology::TwoTier => net.core.as_ref().expect("two_tier has [network.core]").routers,
+                    Topology::ParallelLeafSpine => {
+                        let f = net.fabric.as_ref().expect("parallel_leaf_spine has [network.fabric]");
+                        f.planes * f.spines_per_plane
+                    }
+                },
+                planned: None,
                 switch_names: Vec::new(),
             },
         };
+        b.f.host_nic = vec![0; hosts * b.f.paths as usize];
         let d = net.link_delay_ns;
         let into_host = net.link_delay_ns + net.host_delay_ns;
         let host_rate = |h: u32| host_specs[h as usize].1;
@@ -132,7 +159,7 @@ impl Fabric {
             if net.host_burst_ns > 0 {
                 b.f.ports[nic as usize].shape(net.host_burst_ns);
             }
-            b.f.host_nic[h as usize] = nic;
+            b.nic_for_all_paths(h, nic);
             let p =
                 b.port(format!("{sw}->{hn}"), host_rate(h), into_host, PortBuffer::Unlimited, true, Vertex::Host(h));
             b.f.fwd[s as usize][h as usize] = p;
@@ -154,7 +181,6 @@ impl Fabric {
                 let ro = net.readout_switch.as_ref().expect("two_tier has [network.readout_switch]");
                 let rack = net.rack_switch.as_ref().expect("two_tier has [network.rack_switch]");
                 let core = net.core.as_ref().expect("two_tier has [network.core]");
-                b.f.cores = core.routers;
                 let cores: Vec<u32> = (0..core.routers).map(|c| b.switch(format!("core{c}"), hosts)).collect();
                 let mut core_ports: Vec<Vec<u32>> = vec![Vec::new(); cores.len()];
                 let groups = [("ro", 0..readout_units, ro), ("rack", readout_units..readout_units + nodes, rack)];
@@ -196,16 +222,40 @@ impl Fabric {
                     b.apply_buffer(ports, &core.buffer);
                 }
             }
+            Topology::ParallelLeafSpine => parallel_leaf_spine(&mut b, net, &host_specs, readout_units),
         }
         b.f
     }
 
-    /// The output port switch `s` uses for a frame to host `dst` travelling via core `core`.
+    /// The paths of each end of connection number `c` between `hosts` (opener, acceptor): on a
+    /// parallel leaf-spine both ends take the flow's planned (plane, spine); elsewhere each end's
+    /// packets are hashed onto a core router (per-flow ECMP, each direction on its own).
+    pub fn conn_paths(&self, c: u64, hosts: (u32, u32)) -> [u8; 2] {
+        match &self.planned {
+            Some((readout_units, paths)) => {
+                let (node, readout) = if hosts.0 >= *readout_units { hosts } else { (hosts.1, hosts.0) };
+                let path = paths[((node - readout_units) * readout_units + readout) as usize];
+                [path, path]
+            }
+            None => {
+                let n = self.paths as u64;
+                [(mix(c * 2) % n) as u8, (mix(c * 2 + 1) % n) as u8]
+            }
+        }
+    }
+
+    /// The port host `h` sends a packet on `path` through.
     #[inline]
-    pub fn route(&self, s: u32, dst: u32, core: u32) -> u32 {
+    pub fn nic(&self, h: u32, path: u32) -> u32 {
+        self.host_nic[(h * self.paths + path) as usize]
+    }
+
+    /// The output port switch `s` uses for a frame to host `dst` travelling on path `path`.
+    #[inline]
+    pub fn route(&self, s: u32, dst: u32, path: u32) -> u32 {
         let p = self.fwd[s as usize][dst as usize];
         if p == UPLINK {
-            self.uplinks[s as usize][core as usize]
+            self.uplinks[s as usize][path as usize]
         } else {
             p
         }
@@ -213,7 +263,7 @@ impl Fabric {
 
     /// The ports a frame from host `src` to host `dst` via core `core` leaves through, in order.
     pub fn path(&self, src: u32, dst: u32, core: u32) -> Vec<u32> {
-        let mut path = vec![self.host_nic[src as usize]];
+        let mut path = vec![self.nic(src, core)];
         while let Vertex::Switch(s) = self.peer[*path.last().expect("non-empty") as usize] {
             path.push(self.route(s, dst, core));
             assert!(path.len() < 16, "routing loop from host {src} to {dst}");
@@ -231,6 +281,166 @@ impl Fabric {
             })
             .sum()
     }
+}
+
+/// [LOSSLESS] §V-A's parallel leaf-spine: a leaf per pod in every plane, every leaf linked to
+/// every spine of its plane; readout units on their pod's leaf in each plane they reach; racks
+/// (a top-of-rack switch and its nodes) with an uplink to their pod's leaf in each plane they
+/// reach. Every flow's path comes from the plan of `daqnet-fabric` (the scenario's
+/// `assignment`), the same plan `daqnet plan` prints and turns into OpenFlow rules.
+fn parallel_leaf_spine(b: &mut Builder, net: &Network, host_specs: &[(String, u64)], readout_units: u32) {
+    let f = net.fabric.as_ref().expect("parallel_leaf_spine has [network.fabric]");
+    let shape = Shape::of_network(net).expect("a valid parallel leaf-spine");
+    let hosts = host_specs.len();
+    let (planes, spines, paths) = (f.planes, f.spines_per_plane, b.f.paths);
+    let d = net.link_delay_ns;
+    let into_host = net.link_delay_ns + net.host_delay_ns;
+    let node_host = |n: u32| readout_units + n;
+    let leaf_of = |p: u32, pod: u32| p * shape.pods + pod;
+    let leaves: Vec<u32> = (0..planes * shape.pods)
+        .map(|i| b.switch(format!("p{}-leaf{}", i / shape.pods, i % shape.pods), hosts))
+        .collect();
+    let spine_sw: Vec<u32> =
+        (0..planes * spines).map(|i| b.switch(format!("p{}-spine{}", i / spines, i % spines), hosts)).collect();
+    let racks: Vec<u32> = (0..shape.racks()).map(|k| b.switch(format!("rack{k}"), hosts)).collect();
+    let mut tier_ports: [Vec<u32>; 3] = Default::default(); // leaf, spine, rack
+    let name = |b: &Builder, s: u32| b.f.switch_names[s as usize].clone();
+
+    // Readout units: a link to their pod's leaf in each plane they reach.
+    for r in 0..readout_units {
+        let pod = shape.pod_of_readout(ReadoutId(r)).0;
+        let (hn, rate) = (&host_specs[r as usize].0, host_specs[r as usize].1);
+        let reached: Vec<u32> =
+            (0..planes).filter(|&p| shape.readout_reaches(ReadoutId(r), daqnet_fabric::shape::Plane(p))).collect();
+        let mut nic_of_plane = vec![u32::MAX; planes as usize];
+        for &p in &reached {
+            let leaf = leaves[leaf_of(p, pod) as usize];
+            let ln = name(b, leaf);
+            let nic = b.port(format!("{hn}->{ln}"), rate, d, PortBuffer::Unlimited, false, Vertex::Switch(leaf));
+            if net.host_burst_ns > 0 {
+                b.f.ports[nic as usize].shape(net.host_burst_ns);
+            }
+            nic_of_plane[p as usize] = nic;
+            let down = b.port(format!("{ln}->{hn}"), rate, into_host, PortBuffer::Unlimited, true, Vertex::Host(r));
+            b.f.fwd[leaf as usize][r as usize] = down;
+            tier_ports[0].push(down);
+        }
+        // A path on a plane the unit does not reach is never planned for it; its first NIC
+        // stands in so the table is total.
+        for path in 0..paths {
+            let nic = nic_of_plane[(path / spines) as usize];
+            b.f.host_nic[(r * paths + path) as usize] =
+                if nic == u32::MAX { nic_of_plane[reached[0] as usize] } else { nic };
+        }
+    }
+    // Racks: their nodes, and an uplink to their pod's leaf in each plane they reach.
+    for (k, &rack) in racks.iter().enumerate() {
+        let k = k as u32;
+        let rn = name(b, rack);
+        let nodes: Vec<u32> = (k * shape.nodes_per_rack..(k + 1) * shape.nodes_per_rack).collect();
+        for &n in &nodes {
+            let h = node_host(n);
+            let (hn, rate) = (&host_specs[h as usize].0, host_specs[h as usize].1);
+            let nic = b.port(format!("{hn}->{rn}"), rate, d, PortBuffer::Unlimited, false, Vertex::Switch(rack));
+            if net.host_burst_ns > 0 {
+                b.f.ports[nic as usize].shape(net.host_burst_ns);
+            }
+            b.nic_for_all_paths(h, nic);
+            let down = b.port(format!("{rn}->{hn}"), rate, into_host, PortBuffer::Unlimited, true, Vertex::Host(h));
+            b.f.fwd[rack as usize][h as usize] = down;
+            tier_ports[2].push(down);
+        }
+        b.f.uplinks[rack as usize] = vec![u32::MAX; paths as usize];
+        let pod = shape.pod_of_rack(daqnet_fabric::shape::Rack(k)).0;
+        for p in
+            (0..planes).filter(|&p| shape.rack_reaches(daqnet_fabric::shape::Rack(k), daqnet_fabric::shape::Plane(p)))
+        {
+            let leaf = leaves[leaf_of(p, pod) as usize];
+            let ln = name(b, leaf);
+            let up =
+                b.port(format!("{rn}->{ln}"), f.rack_uplink_bps, d, PortBuffer::Unlimited, true, Vertex::Switch(leaf));
+            tier_ports[2].push(up);
+            b.f.uplinks[rack as usize][(p * spines) as usize..((p + 1) * spines) as usize].fill(up);
+            let down =
+                b.port(format!("{ln}->{rn}"), f.rack_uplink_bps, d, PortBuffer::Unlimited, true, Vertex::Switch(rack));
+            tier_ports[0].push(down);
+            for &n in &nodes {
+                b.f.fwd[leaf as usize][node_host(n) as usize] = down;
+            }
+        }
+    }
+    // Leaf <-> spine, within each plane; a spine forwards every host of a pod to its leaf.
+    for p in 0..planes {
+        for pod in 0..shape.pods {
+            let leaf = leaves[leaf_of(p, pod) as usize];
+            b.f.uplinks[leaf as usize] = vec![u32::MAX; paths as usize];
+            let ln = name(b, leaf);
+            let members: Vec<u32> = (0..hosts as u32)
+                .filter(|&h| {
+                    if h < readout_units {
+                        shape.pod_of_readout(ReadoutId(h)).0 == pod
+                    } else {
+                        shape.pod_of_node(NodeId(h - readout_units)).0 == pod
+                    }
+                })
+                .collect();
+            for sp in 0..spines {
+                let spine = spine_sw[(p * spines + sp) as usize];
+                let sn = name(b, spine);
+                let up = b.port(
+                    format!("{ln}->{sn}"),
+                    f.spine_link_bps,
+                    d,
+                    PortBuffer::Unlimited,
+                    true,
+                    Vertex::Switch(spine),
+                );
+                b.f.uplinks[leaf as usize][(p * spines + sp) as usize] = up;
+                tier_ports[0].push(up);
+                let down = b.port(
+                    format!("{sn}->{ln}"),
+                    f.spine_link_bps,
+                    d,
+                    PortBuffer::Unlimited,
+                    true,
+                    Vertex::Switch(leaf),
+                );
+                tier_ports[1].push(down);
+                for &h in &members {
+                    b.f.fwd[spine as usize][h as usize] = down;
+                }
+            }
+        }
+    }
+    for (ports, sw) in tier_ports.iter().zip([&f.leaf, &f.spine, &f.rack]) {
+        let buffer = tier_buffer(sw, shape.nodes());
+        b.apply_buffer(ports, &buffer);
+    }
+    let links = Links::new(&shape);
+    let placement = place(&links, &Failures::default(), f.assignment).expect("a valid fabric routes every flow");
+    b.f.planned = Some((readout_units, path_table(&placement, spines)));
+}
+
+/// A tier's port buffers. A daqring switch keeps a byte-capped queue per collector: a port is
+/// modelled as one queue holding what all of them may hold (`queue_bytes` × collectors), so it
+/// drops only where the daqrings would; the round-robin order between collectors is not modelled.
+fn tier_buffer(sw: &SwitchConfig, collectors: u32) -> BufferConfig {
+    match sw.kind {
+        SwitchKind::Bridge => sw.buffer.clone(),
+        SwitchKind::Daqring => {
+            BufferConfig::Dedicated { port_bytes: sw.daqring.queue_bytes.saturating_mul(collectors as u64) }
+        }
+    }
+}
+
+/// Each flow's path number (`plane × spines + spine`), node-major as [`Placement`] numbers them.
+fn path_table(p: &Placement, spines: u32) -> Vec<u8> {
+    let mut v = vec![0u8; p.layout().conns() as usize];
+    for (r, n, route) in p.flows() {
+        let path = route.plane.0 * spines + route.spine.map_or(0, |s| s.0);
+        v[p.layout().conn(n, r).index()] = path as u8;
+    }
+    v
 }
 
 #[cfg(test)]
