@@ -254,6 +254,9 @@ pub struct RunReport {
     /// then, and the goodput is the fragment payload received by all builder units.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pipe: Option<PipeStats>,
+    /// (parallel leaf-spine scenarios) What the fabric's plan promised, to set beside the goodput.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<FabricStats>,
     /// The scenario as run, every field resolved (TOML).
     #[serde(default)]
     pub resolved_scenario: String,
@@ -286,6 +289,18 @@ pub struct FarmStats {
     pub idle_fraction: f64,
     /// Per worker.
     pub workers: Vec<WorkerStats>,
+}
+
+/// A parallel leaf-spine's plan (`daqnet plan`), as goodput: link bandwidth times the payload
+/// share of a full frame.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FabricStats {
+    /// `controller` or `ecmp`: how flows were placed.
+    pub assignment: String,
+    /// [LOSSLESS] eq. (1), bounded by the nodes' links.
+    pub bound_goodput_bps: f64,
+    /// This placement's event building, collectors max-min fair.
+    pub planned_goodput_bps: f64,
 }
 
 /// What a DAQPIPE run measured beyond the common fields.
@@ -733,6 +748,18 @@ impl RunReport {
         row("measured part", format!("{:.3} s {clock}", self.duration_s));
         row("event rate", format!("{:.1} Hz", self.event_rate_hz));
         row("goodput", format!("{:.3} Gb/s", self.goodput_bps / 1e9));
+        if let Some(f) = &self.fabric {
+            row(
+                "fabric plan (goodput)",
+                format!(
+                    "bound {:.3} Gb/s (eq. (1)), {} placement {:.3} Gb/s: {:.1} % reached",
+                    f.bound_goodput_bps / 1e9,
+                    f.assignment,
+                    f.planned_goodput_bps / 1e9,
+                    100.0 * self.goodput_bps / f.planned_goodput_bps
+                ),
+            );
+        }
         row(
             "latency (ms)",
             format!(

@@ -33,6 +33,20 @@ pub fn simulate(scenario: &Scenario, origin: &str, opts: SimOptions) -> SimOutpu
     } else if scenario.pipe.is_some() {
         pipe::simulate(scenario, origin, opts)
     } else {
-        world::simulate(scenario, origin, opts)
+        let mut out = world::simulate(scenario, origin, opts);
+        out.report.fabric = fabric_plan(scenario);
+        out
     }
+}
+
+/// The plan of a parallel leaf-spine scenario, for its report.
+fn fabric_plan(sc: &Scenario) -> Option<daqnet_core::report::FabricStats> {
+    let assignment = sc.network.fabric.as_ref()?.assignment;
+    let p = daqnet_fabric::plan(sc, &daqnet_fabric::Failures::default(), &[assignment]).ok()?;
+    let share = sc.network.payload_share();
+    Some(daqnet_core::report::FabricStats {
+        assignment: assignment.name().into(),
+        bound_goodput_bps: p.formulas.bound_bps * share,
+        planned_goodput_bps: p.outcomes[0].building_bps * share,
+    })
 }

@@ -49,6 +49,13 @@ const FARM: &[Column] = &[
     ("mean_token_queue", |r| r.farm.as_ref().map_or(0.0, |f| f.mean_token_queue)),
 ];
 
+/// Columns of a parallel leaf-spine's sweep (reports with a `fabric` section): its plan's
+/// bandwidth as goodput, beside the simulated.
+const FABRIC: &[Column] = &[
+    ("fabric_bound_bps", |r| r.fabric.as_ref().map_or(0.0, |f| f.bound_goodput_bps)),
+    ("fabric_planned_bps", |r| r.fabric.as_ref().map_or(0.0, |f| f.planned_goodput_bps)),
+];
+
 /// Columns of a DAQPIPE sweep (reports with a `pipe` section), after the summary.
 const PIPE: &[Column] = &[
     ("steady_recv_bps", |r| r.pipe.as_ref().map_or(0.0, |p| p.steady_recv_bps)),
@@ -75,6 +82,7 @@ pub fn write(out: &Path, axes: &[String], points: usize) -> anyhow::Result<(Path
         .iter()
         .chain(if has(|r| r.farm.is_some()) { FARM } else { &[] })
         .chain(if has(|r| r.pipe.is_some()) { PIPE } else { &[] })
+        .chain(if has(|r| r.fabric.is_some()) { FABRIC } else { &[] })
         .collect();
     let mut w = csv::Writer::from_path(&path).with_context(|| format!("cannot write {}", path.display()))?;
     let mut header: Vec<String> = ["point", "series", "repeat", "seed"].map(String::from).to_vec();
@@ -176,7 +184,7 @@ impl Table {
         for f in filters {
             let (col, value) = f.split_once('=').with_context(|| format!("--where `{f}`: expected COLUMN=VALUE"))?;
             let c = self.column(col.trim())?;
-            keep.rows.retain(|r| r[c] == value.trim());
+            keep.rows.retain(|r| value.split('|').any(|v| r[c] == v.trim()));
             if keep.rows.is_empty() {
                 let seen: std::collections::BTreeSet<&str> = self.rows.iter().map(|r| r[c].as_str()).collect();
                 anyhow::bail!(

@@ -41,7 +41,7 @@ pub struct PlotSpec {
     /// Column whose values make separate series (colours, legend).
     #[serde(default)]
     pub group: Option<String>,
-    /// `COLUMN=VALUE` filters; only matching rows are drawn.
+    /// `COLUMN=VALUE` filters (`COLUMN=A|B`: either value); only matching rows are drawn.
     #[serde(default, rename = "where")]
     pub filters: Vec<String>,
     /// Logarithmic x axis.
