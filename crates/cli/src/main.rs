@@ -65,7 +65,7 @@ const PARSE_ONLY: &str = "DAQNET_PARSE_ONLY";
 /// overrides (and every `--vary` point, and the testbed's plan) where the verb takes one.
 fn check(c: &Command) -> anyhow::Result<()> {
     match c {
-        Command::Sim(a) => a.scenario.load().map(drop),
+        Command::Sim(a) => commands::sim::check(a).map(drop),
         Command::Sweep(a) => commands::sweep::check(a),
         Command::Run(a) => commands::run::check(a).map(drop),
         Command::Pipe(a) => commands::pipe::check(a).map(drop),

@@ -301,6 +301,35 @@ pub struct FabricStats {
     pub bound_goodput_bps: f64,
     /// This placement's event building, collectors max-min fair.
     pub planned_goodput_bps: f64,
+    /// Elements taken down during the run, and what each cost.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<FabricFault>,
+}
+
+/// One fabric element failing during a run, and the controller's answer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FabricFault {
+    /// `plane1`, `p0-spine1` or `p0-leaf2:spine1`.
+    pub element: String,
+    /// When it failed, in seconds from the start of the run.
+    pub at_s: f64,
+    /// When the controller's new rules were in place, in seconds from the start; `None` if no
+    /// route was left for some flow (`error` says which).
+    pub rerouted_s: Option<f64>,
+    /// Flows the controller moved.
+    pub flows_moved: u64,
+    /// Frames offered to the failed element's links after it failed (lost).
+    pub frames_lost: u64,
+    /// Events caught by the failure: built after it, assigned before the new rules were in place.
+    pub events_hit: u64,
+    /// Data-collection latency of the slowest of them, in ms.
+    pub slowest_hit_ms: f64,
+    /// From the failure until the last event caught by it was built, in ms: after that the
+    /// system runs on the new plan alone.
+    pub recovered_after_ms: f64,
+    /// Why the controller could not re-plan, if it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// What a DAQPIPE run measured beyond the common fields.
@@ -759,6 +788,22 @@ impl RunReport {
                     100.0 * self.goodput_bps / f.planned_goodput_bps
                 ),
             );
+            for fault in &f.faults {
+                let rerouted = match (fault.rerouted_s, &fault.error) {
+                    (Some(t), _) => {
+                        format!("rerouted {:.1} ms later ({} flows moved)", (t - fault.at_s) * 1e3, fault.flows_moved)
+                    }
+                    (None, Some(e)) => format!("not rerouted: {e}"),
+                    (None, None) => "not rerouted before the run ended".into(),
+                };
+                row(
+                    &format!("{} down", fault.element),
+                    format!(
+                        "at {:.3} s, {rerouted}; {} frames lost; {} events hit (slowest {:.1} ms), all built {:.1} ms after",
+                        fault.at_s, fault.frames_lost, fault.events_hit, fault.slowest_hit_ms, fault.recovered_after_ms
+                    ),
+                );
+            }
         }
         row(
             "latency (ms)",

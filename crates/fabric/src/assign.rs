@@ -197,40 +197,94 @@ fn controller(links: &Links, failures: &Failures) -> Result<Placement, PlanError
     let mut routes = vec![None; (s.readout_units() * s.nodes()) as usize];
     let layout = layout(s);
     let order = (0..s.nodes_per_rack).flat_map(|k| (0..s.racks()).map(move |rack| NodeId(rack * s.nodes_per_rack + k)));
-    let choices: Vec<Route> =
-        s.all_planes().flat_map(|plane| s.all_spines().map(move |sp| Route { plane, spine: Some(sp) })).collect();
+    let readouts: Vec<ReadoutId> = (0..s.readout_units()).map(ReadoutId).collect();
     for n in order {
-        let per_readout: Vec<Vec<Route>> =
-            (0..s.readout_units()).map(|r| candidates(links, failures, ReadoutId(r), n)).collect();
-        if let Some(r) = per_readout.iter().position(Vec::is_empty) {
-            return Err(unroutable(ReadoutId(r as u32), n));
-        }
-        let mut best: Option<((f64, f64), Vec<Route>)> = None;
-        for &choice in &choices {
-            let mut trial = load.clone();
-            let mut picked = Vec::with_capacity(per_readout.len());
-            for (r, cands) in per_readout.iter().enumerate() {
-                let r = ReadoutId(r as u32);
-                let wanted =
-                    Route { spine: choice.spine.filter(|_| s.pod_of_readout(r) != s.pod_of_node(n)), ..choice };
-                let route = if cands.contains(&wanted) { wanted } else { least_loaded(links, &trial, r, n, cands) };
-                add(links, &mut trial, r, n, route);
-                picked.push(route);
-            }
-            let cost = cost(links, &trial, n, &picked);
-            if best.as_ref().is_none_or(|(c, _)| cost < *c) {
-                best = Some((cost, picked));
-            }
-        }
-        let (_, picked) = best.expect("a fabric has at least one plane and spine");
-        for (r, route) in picked.into_iter().enumerate() {
-            add(links, &mut load, ReadoutId(r as u32), n, route);
-            routes[layout.conn(n, ReadoutId(r as u32)).index()] = Some(route);
+        for (r, route) in place_collector(links, failures, &load, n, &readouts)? {
+            add(links, &mut load, r, n, route);
+            routes[layout.conn(n, r).index()] = Some(route);
         }
     }
     let mut routes: Vec<Route> = routes.into_iter().map(|r| r.expect("every node placed")).collect();
     balance(links, failures, &layout, &mut routes, &mut load);
     Ok(Placement { assignment: Assignment::Controller, layout, routes })
+}
+
+/// The controller's routes for collector `n`'s flows from `readouts`, given the load so far:
+/// the (plane, spine) that leaves the most-loaded link of these flows least loaded.
+fn place_collector(
+    links: &Links,
+    failures: &Failures,
+    load: &[f64],
+    n: NodeId,
+    readouts: &[ReadoutId],
+) -> Result<Vec<(ReadoutId, Route)>, PlanError> {
+    let s = links.shape();
+    let per_readout: Vec<Vec<Route>> = readouts.iter().map(|&r| candidates(links, failures, r, n)).collect();
+    if let Some(i) = per_readout.iter().position(Vec::is_empty) {
+        return Err(unroutable(readouts[i], n));
+    }
+    let choices = s.all_planes().flat_map(|plane| s.all_spines().map(move |sp| Route { plane, spine: Some(sp) }));
+    let mut best: Option<((f64, f64), Vec<(ReadoutId, Route)>)> = None;
+    for choice in choices {
+        let mut trial = load.to_vec();
+        let mut picked = Vec::with_capacity(readouts.len());
+        for (&r, cands) in readouts.iter().zip(&per_readout) {
+            let wanted = Route { spine: choice.spine.filter(|_| s.pod_of_readout(r) != s.pod_of_node(n)), ..choice };
+            let route = if cands.contains(&wanted) { wanted } else { least_loaded(links, &trial, r, n, cands) };
+            add(links, &mut trial, r, n, route);
+            picked.push((r, route));
+        }
+        let cost = cost(links, &trial, n, &picked);
+        if best.as_ref().is_none_or(|(c, _)| cost < *c) {
+            best = Some((cost, picked));
+        }
+    }
+    Ok(best.expect("a fabric has at least one plane and spine").1)
+}
+
+/// Re-plans after `failures`: the flows whose route crosses a failed element move — by the
+/// controller, a broken collector's flows together on the least-loaded (plane, spine) left; by
+/// ECMP, each rehashed over the routes left — and every other flow stays where it is, so traffic
+/// that was not hit is not disturbed. Returns the new placement and the flows that moved.
+pub fn repair(
+    links: &Links,
+    failures: &Failures,
+    placement: &Placement,
+) -> Result<(Placement, Vec<(ReadoutId, NodeId, Route)>), PlanError> {
+    failures.check(links.shape())?;
+    let s = links.shape();
+    let broken = |r: ReadoutId, n: NodeId, route: Route| path(s, r, n, route).any(|l| !failures.up(l));
+    let mut load = vec![0.0f64; links.len()];
+    let mut hit: Vec<Vec<ReadoutId>> = vec![Vec::new(); s.nodes() as usize];
+    for (r, n, route) in placement.flows() {
+        if broken(r, n, route) {
+            hit[n.index()].push(r);
+        } else {
+            add(links, &mut load, r, n, route);
+        }
+    }
+    let mut next = placement.clone();
+    let mut moved = Vec::new();
+    for (n, readouts) in hit.iter().enumerate().filter(|(_, v)| !v.is_empty()) {
+        let n = NodeId(n as u32);
+        let routes: Vec<(ReadoutId, Route)> = match placement.assignment {
+            Assignment::Controller => place_collector(links, failures, &load, n, readouts)?,
+            Assignment::Ecmp => readouts
+                .iter()
+                .map(|&r| {
+                    let cands = candidates(links, failures, r, n);
+                    let h = flow_hash(r.0, n.0) % cands.len().max(1) as u64;
+                    cands.get(h as usize).map(|&route| (r, route)).ok_or_else(|| unroutable(r, n))
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        for (r, route) in routes {
+            add(links, &mut load, r, n, route);
+            next.routes[next.layout.conn(n, r).index()] = route;
+            moved.push((r, n, route));
+        }
+    }
+    Ok((next, moved))
 }
 
 /// Moves single flows off the most loaded links (relative to capacity) while a move lowers such
@@ -288,11 +342,11 @@ fn add(links: &Links, load: &mut [f64], r: ReadoutId, n: NodeId, route: Route) {
 }
 
 /// (most-loaded link, total load) over the links of a node's flows.
-fn cost(links: &Links, load: &[f64], n: NodeId, routes: &[Route]) -> (f64, f64) {
+fn cost(links: &Links, load: &[f64], n: NodeId, routes: &[(ReadoutId, Route)]) -> (f64, f64) {
     let mut max = 0.0f64;
     let mut sum = 0.0;
-    for (r, &route) in routes.iter().enumerate() {
-        for l in path(links.shape(), ReadoutId(r as u32), n, route) {
+    for &(r, route) in routes {
+        for l in path(links.shape(), r, n, route) {
             let v = load[links.id(l).0 as usize];
             max = max.max(v);
             sum += v;

@@ -8,12 +8,14 @@
 //! - [`maxmin`]: max-min fair (water-filling) rates for any assignment, where the closed formulas
 //!   no longer apply (partial uplinks, failures, uneven spreads);
 //! - [`plan()`]: all of it for one scenario, as `daqnet plan` prints it;
+//! - [`controller`]: the controller as a state machine that re-plans when elements fail;
 //! - [`rules`]: OpenFlow rules per switch, checked for loops and black holes before they are
 //!   written.
 //!
 //! Everything here is pure computation: no I/O, no clock.
 
 pub mod assign;
+pub mod controller;
 pub mod formula;
 pub mod links;
 pub mod maxmin;

@@ -8,17 +8,20 @@
 //!   the one layer every simulated dataflow runs over.
 //! * [`farm`]: the LHCb sub-farm (`core`'s dispatcher and workers) over the same layers.
 //! * [`pipe`]: DAQPIPE's event building (event manager, builder units) over the same layers.
+//! * [`faults`]: fabric elements failing mid-run, and the fabric controller's answer.
 //! * [`world`]: the `core` dataflow state machines driven over all of that; [`simulate`] runs a
 //!   scenario and returns its [`daqnet_core::report::RunReport`].
 
 pub mod engine;
 pub mod farm;
+pub mod faults;
 pub mod net;
 pub mod pipe;
 pub mod sockets;
 pub mod tcp;
 pub mod world;
 
+pub use faults::FaultPlan;
 pub use world::{DropRule, SimOptions, SimOutput};
 
 use daqnet_core::Scenario;
@@ -34,7 +37,10 @@ pub fn simulate(scenario: &Scenario, origin: &str, opts: SimOptions) -> SimOutpu
         pipe::simulate(scenario, origin, opts)
     } else {
         let mut out = world::simulate(scenario, origin, opts);
-        out.report.fabric = fabric_plan(scenario);
+        if let Some(plan) = fabric_plan(scenario) {
+            let faults = out.report.fabric.take().map(|f| f.faults).unwrap_or_default();
+            out.report.fabric = Some(daqnet_core::report::FabricStats { faults, ..plan });
+        }
         out
     }
 }
@@ -48,5 +54,6 @@ fn fabric_plan(sc: &Scenario) -> Option<daqnet_core::report::FabricStats> {
         assignment: assignment.name().into(),
         bound_goodput_bps: p.formulas.bound_bps * share,
         planned_goodput_bps: p.outcomes[0].building_bps * share,
+        faults: Vec::new(),
     })
 }

@@ -270,6 +270,23 @@ impl<M: Copy> Sockets<M> {
         }
     }
 
+    /// Takes these ports' links down: what is offered to them from now on is lost.
+    pub fn take_down(&mut self, ports: &[u32]) {
+        for &p in ports {
+            self.fabric.ports[p as usize].down = true;
+        }
+    }
+
+    /// Moves connection `c`'s packets, both ways, onto `path` (a re-plan of the fabric).
+    pub fn set_path(&mut self, c: ConnId, path: u8) {
+        self.conns[c.index()].core = [path, path];
+    }
+
+    /// The fabric.
+    pub fn fabric(&self) -> &Fabric {
+        &self.fabric
+    }
+
     /// Drops these data segments on purpose.
     pub fn drop_segments(&mut self, drops: Vec<SegmentDrop>) {
         self.drops = drops;

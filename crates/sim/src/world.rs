@@ -2,6 +2,7 @@
 //! connections, links and switches by the discrete-event engine.
 
 use crate::engine::EventQueue;
+use crate::faults::{FaultPlan, Faults};
 use crate::net::fabric::Fabric;
 use crate::sockets::{run, Dataflow, End, Ev, SegmentDrop, Sockets};
 use crate::tcp::TcpParams;
@@ -41,6 +42,9 @@ pub struct SimOptions<'a> {
     /// Stop early once this is set (Ctrl-C): the report covers what was simulated and says
     /// `interrupted`.
     pub stop: Option<&'a AtomicBool>,
+    /// Fabric elements to take down during the run (parallel leaf-spine scenarios only; the
+    /// caller checks the topology and the elements).
+    pub faults: Vec<FaultPlan>,
 }
 
 impl SimOptions<'_> {
@@ -79,6 +83,8 @@ enum AppEv {
     Ready { pu: PuId },
     Assign { pu: PuId, event: EventId },
     Done { event: EventId },
+    FabricDown { fault: usize },
+    ControllerWake,
 }
 
 struct World<'a> {
@@ -101,6 +107,7 @@ struct World<'a> {
     total: u64,
     opts: SimOptions<'a>,
     seed: u64,
+    faults: Option<Faults>,
 }
 
 /// Simulates `scenario` (already validated, defaults filled in). `origin` names it in the report.
@@ -172,6 +179,7 @@ impl<'a> World<'a> {
             warmup: scenario.run.warmup_events,
             built: 0,
             total,
+            faults: Faults::new(scenario, &opts.faults),
             opts,
             seed,
         }
@@ -185,6 +193,9 @@ impl<'a> World<'a> {
         // Every unit starts waiting for work; the supervisor hears of them after the control delay.
         for pu in startup_order(self.seed, self.layout.total_pus()) {
             self.q.schedule(self.control_delay, Ev::App(AppEv::Ready { pu }));
+        }
+        for (at, fault) in self.faults.iter().flat_map(Faults::schedule) {
+            self.q.schedule(at, Ev::App(AppEv::FabricDown { fault }));
         }
     }
 
@@ -206,6 +217,15 @@ impl<'a> World<'a> {
             }
             AppEv::Assign { pu, event } => self.feed_node(self.layout.node_of(pu), NodeInput::Assign { pu, event }),
             AppEv::Done { event } => self.sup.on_done(event),
+            AppEv::FabricDown { fault } => {
+                let faults = self.faults.as_mut().expect("scheduled by start");
+                let wake = faults.on_down(self.q.now(), fault, &mut self.net);
+                self.q.schedule(wake, Ev::App(AppEv::ControllerWake));
+            }
+            AppEv::ControllerWake => {
+                let now = self.q.now();
+                self.faults.as_mut().expect("scheduled by a failure").on_wake(now, &mut self.net);
+            }
         }
     }
 
@@ -246,6 +266,9 @@ impl<'a> World<'a> {
         let track =
             Track { event: b.event, pu: b.pu, node, assigned, started: b.started, done: b.done, bytes: b.bytes };
         self.measure.record(&track);
+        if let Some(f) = self.faults.as_mut() {
+            f.on_built(assigned, b.done);
+        }
         if self.opts.record_events {
             self.records.push(track.record(self.warmup));
         }
@@ -287,6 +310,10 @@ impl<'a> World<'a> {
         let mut report = RunReport::measured("sim", origin, scenario, measured);
         report.events_not_built = NotBuilt { timed_out: 0, lost: 0, abandoned: scenario.run.events - built };
         self.net.add_to_report(&mut report, &self.q, self.built, wall_s);
+        if let Some(f) = self.faults.take() {
+            report.fabric =
+                Some(daqnet_core::report::FabricStats { faults: f.finish(&self.net), ..Default::default() });
+        }
         self.records.sort_unstable_by_key(|r| r.event);
         SimOutput { report, events: self.records }
     }

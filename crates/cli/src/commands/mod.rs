@@ -213,6 +213,23 @@ pub fn verdict(r: &daqnet_core::report::RunReport, sc: &Scenario, file: &str) ->
         })
     };
     let mut v = Vec::new();
+    let faults = r.fabric.as_ref().map_or(&[][..], |f| &f.faults[..]);
+    let lost: u64 = faults.iter().map(|f| f.frames_lost).sum();
+    if lost > 0 && r.switch.drops == 0 {
+        let slowest = faults.iter().map(|f| f.slowest_hit_ms).fold(0.0, f64::max);
+        v.push(format!(
+            "verdict: fabric failure — {lost} frames lost on failed links before the controller rerouted; {} \
+             retransmission timeouts; the {} events caught waited up to {slowest:.1} ms; no switch dropped a frame",
+            r.tcp.timeouts,
+            faults.iter().map(|f| f.events_hit).sum::<u64>()
+        ));
+        v.push(format!(
+            "compare: a faster controller (--set network.fabric.reaction_ns=1ms), a shorter minimum RTO (--set \
+             network.tcp.min_rto_ns=5ms), or the plan without the element (daqnet plan {file} --fail {})",
+            faults[0].element
+        ));
+        return v;
+    }
     if r.tcp.timeouts > 0 && l.share_ge_100ms > 0.0 {
         let at = worst.map_or(String::new(), |p| {
             format!(", most at {} ({} drops, peak {})", p.name, p.drops, size(p.peak_bytes))

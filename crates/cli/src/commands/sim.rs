@@ -2,7 +2,8 @@
 
 use clap::Args;
 use daqnet_core::report::EventRecord;
-use daqnet_sim::{simulate, SimOptions};
+use daqnet_core::Scenario;
+use daqnet_sim::{simulate, FaultPlan, SimOptions};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -17,7 +18,8 @@ use std::process::ExitCode;
 #[command(after_help = "Examples:\n  \
 daqnet sim scenarios/incast-micro.toml\n  \
 daqnet sim scenarios/atlas-2015/switch1.toml --set system.credits_per_node=240 --events 2000\n  \
-daqnet sim scenarios/incast-micro.toml --set network.tcp.min_rto_ns=5ms --per-event")]
+daqnet sim scenarios/incast-micro.toml --set network.tcp.min_rto_ns=5ms --per-event\n  \
+daqnet sim scenarios/fabric/prototype.toml --fail p0-spine1@20ms")]
 pub struct SimArgs {
     #[command(flatten)]
     pub scenario: super::ScenarioFlags,
@@ -30,11 +32,39 @@ pub struct SimArgs {
     /// No progress bar or summary; only errors.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Take a fabric element down at a simulated time (repeatable; parallel leaf-spine only):
+    /// `plane1@50ms`, `p0-spine1@20ms` (plane 0's spine 1), `p0-leaf2:spine1@1s` (a leaf's link
+    /// to a spine). The fabric controller re-plans `network.fabric.reaction_ns` later; the
+    /// report's `fabric.faults` says what each failure cost.
+    #[arg(long, value_name = "ELEMENT@TIME", value_parser = parse_fault)]
+    pub fail: Vec<FaultPlan>,
+}
+
+fn parse_fault(s: &str) -> Result<FaultPlan, String> {
+    let (e, t) = s.split_once('@').ok_or_else(|| format!("`{s}`: expected ELEMENT@TIME, e.g. p0-spine1@20ms"))?;
+    let element = e.trim().parse()?;
+    let t = humantime::parse_duration(t.trim()).map_err(|e| format!("`{t}`: {e}; e.g. 20ms or 1.5s"))?;
+    Ok(FaultPlan { element, at_ns: t.as_nanos() as u64 })
+}
+
+/// The scenario, with `--fail` checked against its fabric.
+pub fn check(a: &SimArgs) -> anyhow::Result<Scenario> {
+    let scenario = a.scenario.load()?;
+    if !a.fail.is_empty() {
+        let shape = daqnet_fabric::shape::Shape::of(&scenario)
+            .map_err(|e| anyhow::anyhow!("--fail takes down a fabric element, but {e}"))?;
+        daqnet_fabric::Failures(a.fail.iter().map(|f| f.element).collect()).check(&shape)?;
+        anyhow::ensure!(
+            scenario.farm.is_none() && scenario.pipe.is_none(),
+            "--fail works on the event builder of [system]"
+        );
+    }
+    Ok(scenario)
 }
 
 /// Runs the verb.
 pub fn run(a: SimArgs) -> anyhow::Result<ExitCode> {
-    let scenario = a.scenario.load()?;
+    let scenario = check(&a)?;
     // Nothing of an earlier run may pass for this one's, even if this one is interrupted.
     super::clear_outputs(&a.out, &["report.json", "latency.parquet", "events.csv", "events.parquet"])?;
     let stop = daqnet_evb::launcher::interrupted();
@@ -53,6 +83,7 @@ pub fn run(a: SimArgs) -> anyhow::Result<ExitCode> {
             progress: Some(&mut progress),
             record_events: a.per_event,
             stop: Some(stop),
+            faults: a.fail.clone(),
             ..Default::default()
         },
     );

@@ -74,6 +74,7 @@ buffer = { scheme = "deep", port_bytes = "1.5GB" }
 # spine_link_bps = "10G"     # leaf <-> spine
 # assignment = "controller"  # "controller": a collector's flows on one plane and spine, spread
 #                            # evenly ([LOSSLESS] §V-B); "ecmp": each flow hashed onto a path
+# reaction_ns = "10ms"       # an element fails -> the controller's new rules are in place
 # readout_uplinks = 2        # planes a readout unit reaches (default: all), likewise rack_uplinks
 # leaf = { kind = "bridge", buffer = { scheme = "dedicated", port_bytes = "4MB" } }   # also spine, rack
 

@@ -4,7 +4,7 @@
 //! pods. Readout units and racks reach one or several planes; planes never meet.
 
 use super::{SwitchConfig, SwitchKind};
-use crate::units::de_bps;
+use crate::units::{de_bps, de_ns};
 use serde::{Deserialize, Serialize};
 
 /// `[network.fabric]` (`topology = "parallel_leaf_spine"`).
@@ -51,6 +51,11 @@ pub struct ParallelLeafSpine {
     /// multipath routing does).
     #[serde(default)]
     pub assignment: Assignment,
+    /// Time from an element failing to the controller's new rules in place on every switch
+    /// (the port status reaching the controller, the re-plan, the flow-mods), in ns
+    /// (default 10 ms).
+    #[serde(default = "default_reaction_ns", deserialize_with = "de_ns")]
+    pub reaction_ns: u64,
     /// The leaf switches (default: a bridge with 4 MB per port).
     #[serde(default = "super::Network::default_switch")]
     pub leaf: SwitchConfig,
@@ -60,6 +65,10 @@ pub struct ParallelLeafSpine {
     /// The racks' top-of-rack switches (default: a bridge with 4 MB per port).
     #[serde(default = "super::Network::default_switch")]
     pub rack: SwitchConfig,
+}
+
+fn default_reaction_ns() -> u64 {
+    10_000_000
 }
 
 /// How the flows of a parallel leaf-spine fabric are placed on planes and spines.

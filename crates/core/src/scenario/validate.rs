@@ -428,6 +428,13 @@ fn validate_fabric(p: &mut Problems, f: &ParallelLeafSpine, s: &System, frame: u
             f.planes
         ),
     );
+    let paths = f.planes as u64 * f.spines_per_plane as u64;
+    need(
+        p,
+        paths <= 256,
+        "network.fabric.spines_per_plane",
+        format!("is {}: {} planes × {} = {paths} paths; at most 256", f.spines_per_plane, f.planes, f.spines_per_plane),
+    );
     positive(p, "network.fabric.rack_uplink_bps", f.rack_uplink_bps);
     positive(p, "network.fabric.spine_link_bps", f.spine_link_bps);
     for (name, sw) in f.tiers() {

@@ -12,7 +12,7 @@ use super::wire::{serialization_ps, wire_bytes};
 use daqnet_core::scenario::{BufferConfig, Network, SwitchConfig, SwitchKind, Topology};
 use daqnet_core::workload::mix;
 use daqnet_core::{NodeId, ReadoutId};
-use daqnet_fabric::assign::{place, Failures, Placement};
+use daqnet_fabric::assign::{place, Element, Failures, Placement, Route};
 use daqnet_fabric::links::Links;
 use daqnet_fabric::shape::Shape;
 
@@ -48,6 +48,8 @@ pub struct Fabric {
     pub paths: u32,
     /// A parallel leaf-spine's planned path of each readout unit → node flow (node-major).
     planned: Option<(u32, Vec<u8>)>,
+    /// Spines per plane of a parallel leaf-spine (path `plane × spines + spine`).
+    spines_per_plane: u32,
     /// Switch names.
     pub switch_names: Vec<String>,
 }
@@ -144,6 +146,7 @@ impl Fabric {
                     }
                 },
                 planned: None,
+                spines_per_plane: net.fabric.as_ref().map_or(1, |f| f.spines_per_plane),
                 switch_names: Vec::new(),
             },
         };
@@ -242,6 +245,32 @@ impl Fabric {
                 [(mix(c * 2) % n) as u8, (mix(c * 2 + 1) % n) as u8]
             }
         }
+    }
+
+    /// The ports (both directions) of a fabric element: every link touching a plane's switches,
+    /// a spine's links, or the two directions of a leaf's link to a spine. Empty on other
+    /// topologies.
+    pub fn element_ports(&self, e: &Element) -> Vec<u32> {
+        let touches = |end: &str| match e {
+            Element::Plane(p) => end.starts_with(&format!("p{}-", p.0)),
+            Element::Spine(p, s) => end == format!("p{}-spine{}", p.0, s.0),
+            Element::LeafUplink(..) => false,
+        };
+        let pair = |from: &str, to: &str| match e {
+            Element::LeafUplink(p, pod, s) => {
+                let (leaf, spine) = (format!("p{}-leaf{}", p.0, pod.0), format!("p{}-spine{}", p.0, s.0));
+                (from, to) == (leaf.as_str(), spine.as_str()) || (from, to) == (spine.as_str(), leaf.as_str())
+            }
+            _ => touches(from) || touches(to),
+        };
+        (0..self.ports.len() as u32)
+            .filter(|&i| self.ports[i as usize].name.split_once("->").is_some_and(|(from, to)| pair(from, to)))
+            .collect()
+    }
+
+    /// The path number of a planned route on a parallel leaf-spine.
+    pub fn path_of(&self, route: Route) -> u8 {
+        path_number(route, self.spines_per_plane)
     }
 
     /// The port host `h` sends a packet on `path` through.
@@ -433,14 +462,18 @@ fn tier_buffer(sw: &SwitchConfig, collectors: u32) -> BufferConfig {
     }
 }
 
-/// Each flow's path number (`plane × spines + spine`), node-major as [`Placement`] numbers them.
+/// Each flow's path number, node-major as [`Placement`] numbers them.
 fn path_table(p: &Placement, spines: u32) -> Vec<u8> {
     let mut v = vec![0u8; p.layout().conns() as usize];
     for (r, n, route) in p.flows() {
-        let path = route.plane.0 * spines + route.spine.map_or(0, |s| s.0);
-        v[p.layout().conn(n, r).index()] = path as u8;
+        v[p.layout().conn(n, r).index()] = path_number(route, spines);
     }
     v
+}
+
+/// A route's path number: `plane × spines + spine` (spine 0 within a pod).
+fn path_number(route: Route, spines: u32) -> u8 {
+    (route.plane.0 * spines + route.spine.map_or(0, |s| s.0)) as u8
 }
 
 #[cfg(test)]

@@ -83,6 +83,11 @@ pub struct Port {
     pub peak_bytes: u64,
     /// Frames sent.
     pub frames: u64,
+    /// The link is down (a failed switch or cable): every frame offered is lost, and counted in
+    /// `lost_down`, not in `drops`.
+    pub down: bool,
+    /// Frames offered while the link was down.
+    pub lost_down: u64,
     shaper: Option<Shaper>,
 }
 
@@ -124,6 +129,8 @@ impl Port {
             drops: 0,
             peak_bytes: 0,
             frames: 0,
+            down: false,
+            lost_down: 0,
             shaper: None,
         }
     }
@@ -179,6 +186,10 @@ impl Port {
 /// exactly when it fits: queued bytes plus the frame within the port's buffer (and, for a shared
 /// buffer, within the pool).
 pub fn offer(ports: &mut [Port], pools: &mut BufferPools, id: u32, now_ns: u64, frame_bytes: u32) -> Admission {
+    if ports[id as usize].down {
+        ports[id as usize].lost_down += 1;
+        return Admission::Dropped;
+    }
     let now_ps = now_ns * 1000;
     let buffer = ports[id as usize].buffer;
     let fits = match buffer {
