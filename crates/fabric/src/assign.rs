@@ -99,6 +99,12 @@ impl Failures {
     }
 }
 
+/// Flows that move: (readout unit, node, new route).
+pub type Moves = Vec<(ReadoutId, NodeId, Route)>;
+
+/// One collector's flows with their routes.
+type Routed = Vec<(ReadoutId, Route)>;
+
 /// Where every flow goes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Placement {
@@ -217,14 +223,14 @@ fn place_collector(
     load: &[f64],
     n: NodeId,
     readouts: &[ReadoutId],
-) -> Result<Vec<(ReadoutId, Route)>, PlanError> {
+) -> Result<Routed, PlanError> {
     let s = links.shape();
     let per_readout: Vec<Vec<Route>> = readouts.iter().map(|&r| candidates(links, failures, r, n)).collect();
     if let Some(i) = per_readout.iter().position(Vec::is_empty) {
         return Err(unroutable(readouts[i], n));
     }
     let choices = s.all_planes().flat_map(|plane| s.all_spines().map(move |sp| Route { plane, spine: Some(sp) }));
-    let mut best: Option<((f64, f64), Vec<(ReadoutId, Route)>)> = None;
+    let mut best: Option<((f64, f64), Routed)> = None;
     for choice in choices {
         let mut trial = load.to_vec();
         let mut picked = Vec::with_capacity(readouts.len());
@@ -246,11 +252,7 @@ fn place_collector(
 /// controller, a broken collector's flows together on the least-loaded (plane, spine) left; by
 /// ECMP, each rehashed over the routes left — and every other flow stays where it is, so traffic
 /// that was not hit is not disturbed. Returns the new placement and the flows that moved.
-pub fn repair(
-    links: &Links,
-    failures: &Failures,
-    placement: &Placement,
-) -> Result<(Placement, Vec<(ReadoutId, NodeId, Route)>), PlanError> {
+pub fn repair(links: &Links, failures: &Failures, placement: &Placement) -> Result<(Placement, Moves), PlanError> {
     failures.check(links.shape())?;
     let s = links.shape();
     let broken = |r: ReadoutId, n: NodeId, route: Route| path(s, r, n, route).any(|l| !failures.up(l));
@@ -267,7 +269,7 @@ pub fn repair(
     let mut moved = Vec::new();
     for (n, readouts) in hit.iter().enumerate().filter(|(_, v)| !v.is_empty()) {
         let n = NodeId(n as u32);
-        let routes: Vec<(ReadoutId, Route)> = match placement.assignment {
+        let routes: Routed = match placement.assignment {
             Assignment::Controller => place_collector(links, failures, &load, n, readouts)?,
             Assignment::Ecmp => readouts
                 .iter()

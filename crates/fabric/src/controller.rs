@@ -4,11 +4,11 @@
 //! ([`repair`]) and says which flows move where. It reads no clock and touches no switch: the
 //! simulator drives it in simulated time, the testbed with real port events and `ovs-ofctl`.
 
-use crate::assign::{place, repair, Element, Failures, Placement, Route};
+pub use crate::assign::Moves;
+use crate::assign::{place, repair, Element, Failures, Placement};
 use crate::links::Links;
 use crate::shape::Shape;
 use crate::PlanError;
-use daqnet_core::ids::{NodeId, ReadoutId};
 use daqnet_core::scenario::Assignment;
 use daqnet_core::Nanos;
 
@@ -21,9 +21,6 @@ pub struct Controller {
     reaction_ns: Nanos,
     due: Option<Nanos>,
 }
-
-/// Flows that move: (readout unit, node, new route).
-pub type Moves = Vec<(ReadoutId, NodeId, Route)>;
 
 impl Controller {
     /// A controller that has placed every flow of `shape` by `assignment` and reacts to a
