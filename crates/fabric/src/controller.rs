@@ -75,26 +75,9 @@ impl Controller {
 mod tests {
     use super::*;
     use crate::assign::path;
-    use crate::shape::{Plane, Pod, Spine, Tiers};
+    use crate::links::tests::shape;
+    use crate::shape::{Plane, Pod, Spine};
     use proptest::prelude::*;
-
-    fn shape() -> Shape {
-        Shape {
-            pods: 3,
-            planes: 2,
-            spines: 2,
-            readout_per_pod: 2,
-            racks_per_pod: 2,
-            nodes_per_rack: 2,
-            readout_uplinks: 2,
-            rack_uplinks: 2,
-            readout_bps: 10,
-            rack_uplink_bps: 10,
-            spine_bps: 10,
-            node_bps: 10,
-            daqring: Tiers::default(),
-        }
-    }
 
     fn element() -> impl Strategy<Value = Element> {
         prop_oneof![

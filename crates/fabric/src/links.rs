@@ -196,10 +196,11 @@ impl Links {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::shape::Tiers;
 
+    /// A small fabric for tests: 3 pods, 2 planes × 2 spines, racks on one plane each.
     pub(crate) fn shape() -> Shape {
         Shape {
             pods: 3,

@@ -113,19 +113,17 @@ fn text(p: &Plan, links: bool) -> String {
     let s = &p.shape;
     let f = &p.formulas;
     let mut out = format!(
-        "fabric: {} pods × {} planes × {} spines; {} readout units ({} a pod, {} of {} planes each), \
-         {} racks ({} a pod, {} of {} planes each) of {} nodes\n",
+        "fabric: pods {}, planes {}, spines per plane {}; readout units {} ({} per pod, each on {} of the planes), \
+         racks {} ({} per pod, each on {} of the planes) of {} nodes each\n",
         s.pods,
         s.planes,
         s.spines,
         s.readout_units(),
         s.readout_per_pod,
         s.readout_uplinks,
-        s.planes,
         s.racks(),
         s.racks_per_pod,
         s.rack_uplinks,
-        s.planes,
         s.nodes_per_rack
     );
     out += &format!(

@@ -66,6 +66,29 @@ impl Builder {
         self.f.switch_names.len() as u32 - 1
     }
 
+    /// Host `h` (`name`, link `rate`) on switch `s`: the host's NIC and the switch's port towards
+    /// it, which reaches the host's stack after its latency. Returns (NIC, switch port).
+    fn attach_host(&mut self, net: &Network, h: u32, (name, rate): (&str, u64), s: u32) -> (u32, u32) {
+        let sw = self.f.switch_names[s as usize].clone();
+        let d = net.link_delay_ns;
+        let nic = self.port(format!("{name}->{sw}"), rate, d, PortBuffer::Unlimited, false, Vertex::Switch(s));
+        if net.host_burst_ns > 0 {
+            self.f.ports[nic as usize].shape(net.host_burst_ns);
+        }
+        let into_host = d + net.host_delay_ns;
+        let p = self.port(format!("{sw}->{name}"), rate, into_host, PortBuffer::Unlimited, true, Vertex::Host(h));
+        self.f.fwd[s as usize][h as usize] = p;
+        (nic, p)
+    }
+
+    /// A link between switches `a` and `b`: (a's port towards b, b's port towards a).
+    fn trunk(&mut self, a: u32, b: u32, rate: u64, delay: u64) -> (u32, u32) {
+        let (an, bn) = (self.f.switch_names[a as usize].clone(), self.f.switch_names[b as usize].clone());
+        let ab = self.port(format!("{an}->{bn}"), rate, delay, PortBuffer::Unlimited, true, Vertex::Switch(b));
+        let ba = self.port(format!("{bn}->{an}"), rate, delay, PortBuffer::Unlimited, true, Vertex::Switch(a));
+        (ab, ba)
+    }
+
     /// A host's NIC for every path.
     fn nic_for_all_paths(&mut self, h: u32, nic: u32) {
         let paths = self.f.paths as usize;
@@ -152,20 +175,10 @@ impl Fabric {
         };
         b.f.host_nic = vec![0; hosts * b.f.paths as usize];
         let d = net.link_delay_ns;
-        let into_host = net.link_delay_ns + net.host_delay_ns;
-        let host_rate = |h: u32| host_specs[h as usize].1;
         // Attaches host h to switch s: the host's NIC and the switch's port towards it.
         let attach = |b: &mut Builder, s: u32, h: u32| -> u32 {
-            let sw = b.f.switch_names[s as usize].clone();
-            let hn = &host_specs[h as usize].0;
-            let nic = b.port(format!("{hn}->{sw}"), host_rate(h), d, PortBuffer::Unlimited, false, Vertex::Switch(s));
-            if net.host_burst_ns > 0 {
-                b.f.ports[nic as usize].shape(net.host_burst_ns);
-            }
+            let (nic, p) = b.attach_host(net, h, (&host_specs[h as usize].0, host_specs[h as usize].1), s);
             b.nic_for_all_paths(h, nic);
-            let p =
-                b.port(format!("{sw}->{hn}"), host_rate(h), into_host, PortBuffer::Unlimited, true, Vertex::Host(h));
-            b.f.fwd[s as usize][h as usize] = p;
             p
         };
         match net.topology {
@@ -192,27 +205,10 @@ impl Fabric {
                     for (i, chunk) in members.chunks(cfg.hosts as usize).enumerate() {
                         let s = b.switch(format!("{prefix}{i}"), hosts);
                         let mut ports: Vec<u32> = chunk.iter().map(|&h| attach(&mut b, s, h)).collect();
-                        let sw = b.f.switch_names[s as usize].clone();
                         for (c, &cs) in cores.iter().enumerate() {
-                            let cn = b.f.switch_names[cs as usize].clone();
-                            let up = b.port(
-                                format!("{sw}->{cn}"),
-                                cfg.uplink_bps,
-                                d,
-                                PortBuffer::Unlimited,
-                                true,
-                                Vertex::Switch(cs),
-                            );
+                            let (up, down) = b.trunk(s, cs, cfg.uplink_bps, d);
                             b.f.uplinks[s as usize].push(up);
                             ports.push(up);
-                            let down = b.port(
-                                format!("{cn}->{sw}"),
-                                cfg.uplink_bps,
-                                d,
-                                PortBuffer::Unlimited,
-                                true,
-                                Vertex::Switch(s),
-                            );
                             core_ports[c].push(down);
                             for &h in chunk {
                                 b.f.fwd[cs as usize][h as usize] = down;
@@ -323,7 +319,6 @@ fn parallel_leaf_spine(b: &mut Builder, net: &Network, host_specs: &[(String, u6
     let hosts = host_specs.len();
     let (planes, spines, paths) = (f.planes, f.spines_per_plane, b.f.paths);
     let d = net.link_delay_ns;
-    let into_host = net.link_delay_ns + net.host_delay_ns;
     let node_host = |n: u32| readout_units + n;
     let leaf_of = |p: u32, pod: u32| p * shape.pods + pod;
     let leaves: Vec<u32> = (0..planes * shape.pods)
@@ -333,7 +328,6 @@ fn parallel_leaf_spine(b: &mut Builder, net: &Network, host_specs: &[(String, u6
         (0..planes * spines).map(|i| b.switch(format!("p{}-spine{}", i / spines, i % spines), hosts)).collect();
     let racks: Vec<u32> = (0..shape.racks()).map(|k| b.switch(format!("rack{k}"), hosts)).collect();
     let mut tier_ports: [Vec<u32>; 3] = Default::default(); // leaf, spine, rack
-    let name = |b: &Builder, s: u32| b.f.switch_names[s as usize].clone();
 
     // Readout units: a link to their pod's leaf in each plane they reach.
     for r in 0..readout_units {
@@ -343,15 +337,8 @@ fn parallel_leaf_spine(b: &mut Builder, net: &Network, host_specs: &[(String, u6
             (0..planes).filter(|&p| shape.readout_reaches(ReadoutId(r), daqnet_fabric::shape::Plane(p))).collect();
         let mut nic_of_plane = vec![u32::MAX; planes as usize];
         for &p in &reached {
-            let leaf = leaves[leaf_of(p, pod) as usize];
-            let ln = name(b, leaf);
-            let nic = b.port(format!("{hn}->{ln}"), rate, d, PortBuffer::Unlimited, false, Vertex::Switch(leaf));
-            if net.host_burst_ns > 0 {
-                b.f.ports[nic as usize].shape(net.host_burst_ns);
-            }
+            let (nic, down) = b.attach_host(net, r, (hn, rate), leaves[leaf_of(p, pod) as usize]);
             nic_of_plane[p as usize] = nic;
-            let down = b.port(format!("{ln}->{hn}"), rate, into_host, PortBuffer::Unlimited, true, Vertex::Host(r));
-            b.f.fwd[leaf as usize][r as usize] = down;
             tier_ports[0].push(down);
         }
         // A path on a plane the unit does not reach is never planned for it; its first NIC
@@ -365,18 +352,11 @@ fn parallel_leaf_spine(b: &mut Builder, net: &Network, host_specs: &[(String, u6
     // Racks: their nodes, and an uplink to their pod's leaf in each plane they reach.
     for (k, &rack) in racks.iter().enumerate() {
         let k = k as u32;
-        let rn = name(b, rack);
         let nodes: Vec<u32> = (k * shape.nodes_per_rack..(k + 1) * shape.nodes_per_rack).collect();
         for &n in &nodes {
             let h = node_host(n);
-            let (hn, rate) = (&host_specs[h as usize].0, host_specs[h as usize].1);
-            let nic = b.port(format!("{hn}->{rn}"), rate, d, PortBuffer::Unlimited, false, Vertex::Switch(rack));
-            if net.host_burst_ns > 0 {
-                b.f.ports[nic as usize].shape(net.host_burst_ns);
-            }
+            let (nic, down) = b.attach_host(net, h, (&host_specs[h as usize].0, host_specs[h as usize].1), rack);
             b.nic_for_all_paths(h, nic);
-            let down = b.port(format!("{rn}->{hn}"), rate, into_host, PortBuffer::Unlimited, true, Vertex::Host(h));
-            b.f.fwd[rack as usize][h as usize] = down;
             tier_ports[2].push(down);
         }
         b.f.uplinks[rack as usize] = vec![u32::MAX; paths as usize];
@@ -385,13 +365,9 @@ fn parallel_leaf_spine(b: &mut Builder, net: &Network, host_specs: &[(String, u6
             (0..planes).filter(|&p| shape.rack_reaches(daqnet_fabric::shape::Rack(k), daqnet_fabric::shape::Plane(p)))
         {
             let leaf = leaves[leaf_of(p, pod) as usize];
-            let ln = name(b, leaf);
-            let up =
-                b.port(format!("{rn}->{ln}"), f.rack_uplink_bps, d, PortBuffer::Unlimited, true, Vertex::Switch(leaf));
+            let (up, down) = b.trunk(rack, leaf, f.rack_uplink_bps, d);
             tier_ports[2].push(up);
             b.f.uplinks[rack as usize][(p * spines) as usize..((p + 1) * spines) as usize].fill(up);
-            let down =
-                b.port(format!("{ln}->{rn}"), f.rack_uplink_bps, d, PortBuffer::Unlimited, true, Vertex::Switch(rack));
             tier_ports[0].push(down);
             for &n in &nodes {
                 b.f.fwd[leaf as usize][node_host(n) as usize] = down;
@@ -403,7 +379,6 @@ fn parallel_leaf_spine(b: &mut Builder, net: &Network, host_specs: &[(String, u6
         for pod in 0..shape.pods {
             let leaf = leaves[leaf_of(p, pod) as usize];
             b.f.uplinks[leaf as usize] = vec![u32::MAX; paths as usize];
-            let ln = name(b, leaf);
             let members: Vec<u32> = (0..hosts as u32)
                 .filter(|&h| {
                     if h < readout_units {
@@ -415,25 +390,9 @@ fn parallel_leaf_spine(b: &mut Builder, net: &Network, host_specs: &[(String, u6
                 .collect();
             for sp in 0..spines {
                 let spine = spine_sw[(p * spines + sp) as usize];
-                let sn = name(b, spine);
-                let up = b.port(
-                    format!("{ln}->{sn}"),
-                    f.spine_link_bps,
-                    d,
-                    PortBuffer::Unlimited,
-                    true,
-                    Vertex::Switch(spine),
-                );
+                let (up, down) = b.trunk(leaf, spine, f.spine_link_bps, d);
                 b.f.uplinks[leaf as usize][(p * spines + sp) as usize] = up;
                 tier_ports[0].push(up);
-                let down = b.port(
-                    format!("{sn}->{ln}"),
-                    f.spine_link_bps,
-                    d,
-                    PortBuffer::Unlimited,
-                    true,
-                    Vertex::Switch(leaf),
-                );
                 tier_ports[1].push(down);
                 for &h in &members {
                     b.f.fwd[spine as usize][h as usize] = down;
