@@ -29,6 +29,9 @@ fn pipe(name: &str, launcher: &[&str], args: &[&str]) -> (Option<i32>, Value, St
             .expect("the launcher runs")
     };
     let r = if dir.join("report.json").exists() { report(&dir) } else { Value::Null };
+    if o.status.success() {
+        assert!(dir.join("latency.parquet").exists(), "latency.parquet beside report.json: {}", text(&o));
+    }
     (o.status.code(), r, text(&o))
 }
 

@@ -116,6 +116,7 @@ pub fn run(a: PipeArgs) -> anyhow::Result<ExitCode> {
     };
     bar.finish_and_clear();
     let Some(report) = report else { return Ok(ExitCode::SUCCESS) };
+    daqnet_study::columnar::write_latency(&a.out.join("latency.parquet"), &report)?;
     print_summary(&report, &a);
     Ok(exit(clean(&report)))
 }
@@ -143,6 +144,7 @@ fn mpi_node(
     progress: &mut dyn FnMut(u64, u64),
 ) -> anyhow::Result<Option<RunReport>> {
     std::fs::create_dir_all(&a.out)?;
+    super::clear_outputs(&a.out, &["latency.parquet"])?;
     daqnet_evb::pipe::mpi::run(sc, |mesh, epoch| daqnet_evb::pipe::run_node(sc, origin, &a.out, mesh, epoch, progress))
 }
 

@@ -109,7 +109,7 @@ impl Drop for Nodes {
 /// Returns node 0's report (also in `out/report.json`) and its exit code.
 pub fn launch(sc: &Scenario, opts: &PipeLaunch) -> anyhow::Result<(RunReport, i32)> {
     let n = PipeRoles::of(sc.pipe.as_ref().context("the scenario has no [pipe] section")?, true).members();
-    let (sc, file) = prepare_out(sc, &opts.out, &["report.json", "scenario.toml"])?;
+    let (sc, file) = prepare_out(sc, &opts.out, &["report.json", "latency.parquet", "scenario.toml"])?;
     let report_path = opts.out.join("report.json");
     let epoch_ns = mono_ns();
     let mut nodes = Nodes(Vec::new());
