@@ -214,7 +214,11 @@ impl TestbedPlan {
         if n.topology != Topology::Star {
             bad(
                 "network.topology",
-                "is two_tier; the testbed builds one switch: use topology = \"star\" (the simulator runs both)".into(),
+                format!(
+                    "is {}; the testbed builds one switch: use topology = \"star\" (the simulator runs every \
+                     topology; `daqnet plan` plans a parallel leaf-spine)",
+                    n.topology.name()
+                ),
             );
         } else {
             match n.switch.as_ref().map(|s| (s.kind, &s.buffer)) {
