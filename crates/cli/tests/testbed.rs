@@ -17,12 +17,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn root() -> bool {
-    let uid = Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-    if uid.is_ok_and(|u| u == "0") {
-        return true;
-    }
-    eprintln!("skipped: the testbed needs root (network namespaces)");
-    false
+    common::root("the testbed (network namespaces)")
 }
 
 fn report(dir: &Path) -> Value {

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 /// Runs `daqnet ARGS` in the repository root.
+#[allow(dead_code)] // not every test binary runs the binary this way
 pub fn daqnet(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_daqnet"))
         .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
@@ -13,6 +14,7 @@ pub fn daqnet(args: &[&str]) -> Output {
 }
 
 /// Standard output and error together.
+#[allow(dead_code)]
 pub fn text(o: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
@@ -77,4 +79,16 @@ pub fn report(dir: &std::path::Path) -> serde_json::Value {
 #[allow(dead_code)]
 pub fn u(v: &serde_json::Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// Whether the tests run as root; if not, says that `what` needs it (the test then passes
+/// without running: CI runs as root).
+#[allow(dead_code)]
+pub fn root(what: &str) -> bool {
+    let uid = Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    if uid.is_ok_and(|u| u == "0") {
+        return true;
+    }
+    eprintln!("skipped: {what} needs root");
+    false
 }
