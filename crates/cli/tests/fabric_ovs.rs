@@ -432,7 +432,17 @@ fn planned_rules_carry_every_flow_and_the_event_builder_survives_a_spine_failure
     for (port, _) in Ports::new(&shape).of(dead) {
         sh(&["ip", "link", "set", &ifname(spine_index, port), "down"]);
     }
-    controller.on_down(0, Element::Spine(plane, spine));
+    // The controller learns of it as an SDN controller does: from the switches' port status
+    // (here read with `ovs-ofctl dump-ports-desc`), not from the test.
+    let mut down = Vec::new();
+    while down.len() < shape.pods as usize {
+        assert!(t_fail.elapsed() < Duration::from_secs(5), "Open vSwitch never reported the ports down: {down:?}");
+        down = leaf_uplinks_down(&shape, &bridges);
+    }
+    assert!(down.iter().all(|e| matches!(e, Element::LeafUplink(p, _, s) if (*p, *s) == (plane, spine))), "{down:?}");
+    for e in down {
+        controller.on_down(0, e);
+    }
     let moved = controller.poll(0).expect("due at once").unwrap();
     assert!(!moved.is_empty());
     install(&shape, &rules::rules(&shape, controller.placement()).unwrap(), &bridges);
@@ -464,6 +474,29 @@ fn planned_rules_carry_every_flow_and_the_event_builder_survives_a_spine_failure
         report["tcp"]["timeouts"],
         moved.len()
     );
+}
+
+/// The leaves' links to spines that Open vSwitch reports down (`LINK_DOWN`), as elements.
+fn leaf_uplinks_down(shape: &Shape, bridges: &[Bridge]) -> Vec<Element> {
+    let ports = Ports::new(shape);
+    let mut down = Vec::new();
+    for &b in bridges {
+        let Bridge::Fabric(Switch::Leaf(plane, pod)) = b else { continue };
+        let desc = sh(&["ovs-ofctl", "dump-ports-desc", &b.to_string()]);
+        // Each port is a line ` N(name): addr:…` followed by indented details, `state:` among them.
+        let mut port = None;
+        for line in desc.lines() {
+            if !line.starts_with("  ") {
+                port = line.trim().split('(').next().and_then(|n| n.parse::<u32>().ok());
+            } else if line.contains("state:") && line.contains("LINK_DOWN") {
+                if let Some(Peer::Bridge(Bridge::Fabric(Switch::Spine(_, s)), _)) = port.and_then(|n| ports.peer(b, n))
+                {
+                    down.push(Element::LeafUplink(plane, pod, s));
+                }
+            }
+        }
+    }
+    down
 }
 
 /// The route of node `n`'s flows from the other pod.
