@@ -322,8 +322,19 @@ fn exchange(shape: &Shape) -> Vec<Vec<usize>> {
             std::thread::spawn(move || {
                 netns::within(&ns_readout(r), move || {
                     let l = TcpListener::bind((readout_ip(ReadoutId(r)), READOUT_PORT))?;
+                    l.set_nonblocking(true)?;
+                    let deadline = Instant::now() + Duration::from_secs(20);
                     for _ in 0..nodes {
-                        let (mut c, _) = l.accept()?;
+                        let mut c = loop {
+                            match l.accept() {
+                                Ok((c, _)) => break c,
+                                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline => {
+                                    std::thread::sleep(Duration::from_millis(10))
+                                }
+                                Err(e) => return Err(e.into()),
+                            }
+                        };
+                        c.set_nonblocking(false)?;
                         c.set_write_timeout(Some(Duration::from_secs(10)))?;
                         c.write_all(&vec![7u8; BYTES])?;
                     }
