@@ -15,7 +15,7 @@
 
 mod common;
 
-use common::out_dir;
+use common::{out_dir, report, wait_exit};
 use daqnet_core::scenario::parse_str;
 use daqnet_core::{NodeId, ReadoutId};
 use daqnet_fabric::controller::Controller;
@@ -460,18 +460,9 @@ fn planned_rules_carry_every_flow_and_the_event_builder_survives_a_spine_failure
     let rerouted = t_fail.elapsed();
     assert!(rerouted < Duration::from_secs(1), "rerouted in {rerouted:?}");
 
-    let supervisor = &mut cleanup.roles[0];
-    let t1 = Instant::now();
-    let status = loop {
-        if let Some(s) = supervisor.try_wait().unwrap() {
-            break s;
-        }
-        assert!(t1.elapsed() < Duration::from_secs(120), "the run did not end");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let status = wait_exit(&mut cleanup.roles[0], Duration::from_secs(120));
     assert!(status.success(), "the supervisor failed: {status}");
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(report_dir.join("report.json")).unwrap()).unwrap();
+    let report = report(&report_dir);
     assert_eq!(report["events_built"], 600, "{report}");
     let not_built = &report["events_not_built"];
     assert_eq!((not_built["timed_out"].as_u64(), not_built["lost"].as_u64()), (Some(0), Some(0)), "{report}");

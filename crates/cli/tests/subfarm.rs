@@ -2,10 +2,10 @@
 //! processes, each of the note's three implementations, and a worker killed mid-run.
 
 mod common;
-use common::{daqnet, out_dir, pid_of, report, serial, text, u};
+use common::{daqnet, out_dir, pid_of, report, serial, text, u, wait_exit};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[test]
 fn each_implementation_hands_out_every_event_once_and_evenly() {
@@ -82,14 +82,7 @@ fn a_killed_worker_takes_its_events_and_the_rest_go_on() {
     let pid = pid_of(&dir, "worker 3");
     std::thread::sleep(Duration::from_secs(1));
     assert!(Command::new("kill").args(["-KILL", &pid.to_string()]).status().unwrap().success());
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = run.try_wait().unwrap() {
-            break s;
-        }
-        assert!(start.elapsed() < Duration::from_secs(30), "the run did not end");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_exit(&mut run, Duration::from_secs(30));
     assert_eq!(status.code(), Some(1), "a lost worker makes the run fail");
     let r = report(&dir);
     let f = &r["faults"][0];

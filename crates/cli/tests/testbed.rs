@@ -3,7 +3,7 @@
 //! without running. CI runs as root, so they run there.
 
 mod common;
-use common::{daqnet, out_dir, text, OutDir};
+use common::{daqnet, out_dir, report, text, OutDir};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,10 +18,6 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 fn root() -> bool {
     common::root("the testbed (network namespaces)")
-}
-
-fn report(dir: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).expect("report.json written")).unwrap()
 }
 
 fn f(v: &Value) -> f64 {

@@ -26,10 +26,13 @@ impl Controller {
     /// A controller that has placed every flow of `shape` by `assignment` and reacts to a
     /// failure `reaction_ns` after it is reported.
     pub fn new(shape: &Shape, assignment: Assignment, reaction_ns: Nanos) -> Result<Controller, PlanError> {
-        let links = Links::new(shape);
-        let failures = Failures::default();
-        let placement = place(&links, &failures, assignment)?;
-        Ok(Controller { links, failures, placement, reaction_ns, due: None })
+        let placement = place(&Links::new(shape), &Failures::default(), assignment)?;
+        Ok(Controller::with_placement(shape, placement, reaction_ns))
+    }
+
+    /// A controller whose flows are already placed (by [`place`] on `shape` with nothing down).
+    pub fn with_placement(shape: &Shape, placement: Placement, reaction_ns: Nanos) -> Controller {
+        Controller { links: Links::new(shape), failures: Failures::default(), placement, reaction_ns, due: None }
     }
 
     /// Where every flow goes now.

@@ -141,10 +141,12 @@ fn outcome(links: &Links, failures: &Failures, placement: Placement) -> Outcome 
     let independent = max_min(&capacity, &flow_groups);
 
     let mut flows = vec![0u32; links.len()];
+    for &(l, _) in flow_groups.iter().flat_map(|g| &g.links) {
+        flows[l] += 1;
+    }
     let mut carried = vec![0.0f64; links.len()];
     for (g, rate) in collector_groups.iter().zip(&collector) {
         for &(l, w) in &g.links {
-            flows[l] += (w * readouts).round() as u32;
             carried[l] += w * rate;
         }
     }

@@ -6,6 +6,7 @@
 use crate::sockets::Sockets;
 use daqnet_core::report::FabricFault;
 use daqnet_core::{Layout, Nanos, Scenario, NS_PER_S};
+use daqnet_fabric::assign::Placement;
 use daqnet_fabric::controller::Controller;
 use daqnet_fabric::shape::Shape;
 use daqnet_fabric::Element;
@@ -32,12 +33,13 @@ pub(crate) struct Faults {
 }
 
 impl Faults {
-    /// The faults of `scenario` (a parallel leaf-spine), or `None` when there are none.
-    pub fn new(scenario: &Scenario, plans: &[FaultPlan]) -> Option<Faults> {
+    /// The faults of `scenario` (a parallel leaf-spine whose flows the fabric placed as
+    /// `placement`), or `None` when there are none.
+    pub fn new(scenario: &Scenario, placement: Option<&Placement>, plans: &[FaultPlan]) -> Option<Faults> {
         let f = scenario.network.fabric.as_ref().filter(|_| !plans.is_empty())?;
         let shape = Shape::of(scenario).expect("a valid parallel leaf-spine");
-        let controller =
-            Controller::new(&shape, f.assignment, f.reaction_ns).expect("a valid fabric routes every flow");
+        let placement = placement.expect("a parallel leaf-spine's fabric places its flows").clone();
+        let controller = Controller::with_placement(&shape, placement, f.reaction_ns);
         Some(Faults {
             controller,
             records: plans

@@ -156,6 +156,7 @@ impl<'a> World<'a> {
         let pairs =
             layout.all_nodes().flat_map(|n| layout.readouts().map(move |r| (layout.readout_units() + n.0, r.0)));
         let mut sockets = Sockets::new(fabric, &params, pairs);
+        let faults = Faults::new(scenario, sockets.fabric().placement(), &opts.faults);
         let drops = opts.drops.iter().map(|d| SegmentDrop {
             conn: layout.conn(d.node, d.readout),
             end: End::Acceptor,
@@ -179,7 +180,7 @@ impl<'a> World<'a> {
             warmup: scenario.run.warmup_events,
             built: 0,
             total,
-            faults: Faults::new(scenario, &opts.faults),
+            faults,
             opts,
             seed,
         }

@@ -92,3 +92,16 @@ pub fn root(what: &str) -> bool {
     eprintln!("skipped: {what} needs root");
     false
 }
+
+/// Waits for `child` to exit, failing the test if it runs longer than `limit`.
+#[allow(dead_code)]
+pub fn wait_exit(child: &mut std::process::Child, limit: std::time::Duration) -> std::process::ExitStatus {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        assert!(start.elapsed() < limit, "still running after {limit:?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

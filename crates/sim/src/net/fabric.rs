@@ -46,9 +46,11 @@ pub struct Fabric {
     uplinks: Vec<Vec<u32>>,
     /// Number of paths: core routers, or planes × spines (1 in a star, where it is unused).
     pub paths: u32,
-    /// A parallel leaf-spine's planned path of each readout unit → node flow (node-major).
-    planned: Option<(u32, Vec<u8>)>,
-    /// Spines per plane of a parallel leaf-spine (path `plane × spines + spine`).
+    /// A parallel leaf-spine's plan: the number of readout units (host `r` is readout unit `r`,
+    /// host `readout_units + n` node `n`) and where each of their flows goes.
+    planned: Option<(u32, Placement)>,
+    /// Spines per plane of a parallel leaf-spine (path `plane × spines + spine`, spine 0 within a
+    /// pod).
     spines_per_plane: u32,
     /// Switch names.
     pub switch_names: Vec<String>,
@@ -231,9 +233,9 @@ impl Fabric {
     /// packets are hashed onto a core router (per-flow ECMP, each direction on its own).
     pub fn conn_paths(&self, c: u64, hosts: (u32, u32)) -> [u8; 2] {
         match &self.planned {
-            Some((readout_units, paths)) => {
+            Some((readout_units, placement)) => {
                 let (node, readout) = if hosts.0 >= *readout_units { hosts } else { (hosts.1, hosts.0) };
-                let path = paths[((node - readout_units) * readout_units + readout) as usize];
+                let path = self.path_of(placement.route(ReadoutId(readout), NodeId(node - readout_units)));
                 [path, path]
             }
             None => {
@@ -264,9 +266,14 @@ impl Fabric {
             .collect()
     }
 
+    /// A parallel leaf-spine's placement of every flow, the one its connections take.
+    pub fn placement(&self) -> Option<&Placement> {
+        self.planned.as_ref().map(|(_, p)| p)
+    }
+
     /// The path number of a planned route on a parallel leaf-spine.
     pub fn path_of(&self, route: Route) -> u8 {
-        path_number(route, self.spines_per_plane)
+        (route.plane.0 * self.spines_per_plane + route.spine.map_or(0, |s| s.0)) as u8
     }
 
     /// The port host `h` sends a packet on `path` through.
@@ -406,7 +413,7 @@ fn parallel_leaf_spine(b: &mut Builder, net: &Network, host_specs: &[(String, u6
     }
     let links = Links::new(&shape);
     let placement = place(&links, &Failures::default(), f.assignment).expect("a valid fabric routes every flow");
-    b.f.planned = Some((readout_units, path_table(&placement, spines)));
+    b.f.planned = Some((readout_units, placement));
 }
 
 /// A tier's port buffers. A daqring switch keeps a byte-capped queue per collector: a port is
@@ -419,20 +426,6 @@ fn tier_buffer(sw: &SwitchConfig, collectors: u32) -> BufferConfig {
             BufferConfig::Dedicated { port_bytes: sw.daqring.queue_bytes.saturating_mul(collectors as u64) }
         }
     }
-}
-
-/// Each flow's path number, node-major as [`Placement`] numbers them.
-fn path_table(p: &Placement, spines: u32) -> Vec<u8> {
-    let mut v = vec![0u8; p.layout().conns() as usize];
-    for (r, n, route) in p.flows() {
-        v[p.layout().conn(n, r).index()] = path_number(route, spines);
-    }
-    v
-}
-
-/// A route's path number: `plane × spines + spine` (spine 0 within a pod).
-fn path_number(route: Route, spines: u32) -> u8 {
-    (route.plane.0 * spines + route.spine.map_or(0, |s| s.0)) as u8
 }
 
 #[cfg(test)]
