@@ -304,6 +304,22 @@ pub struct FabricStats {
     /// Elements taken down during the run, and what each cost.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FabricFault>,
+    /// (testbed) The spines' flow counters against the plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spine_check: Option<SpineCheck>,
+}
+
+/// (testbed) What the spines' OpenFlow counters say of the placement: every packet a spine sent
+/// towards a node crossed a spine that some placement of the run gave one of that node's flows,
+/// and every spine the first placement used for a node carried some of its data.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SpineCheck {
+    /// Spines read.
+    pub spines: u64,
+    /// Packets they sent towards nodes.
+    pub packets: u64,
+    /// What disagrees with the plan (empty: the counters confirm it).
+    pub off_plan: Vec<String>,
 }
 
 /// One fabric element failing during a run, and the controller's answer.
@@ -313,11 +329,27 @@ pub struct FabricFault {
     pub element: String,
     /// When it failed, in seconds from the start of the run.
     pub at_s: f64,
+    /// (testbed) When the controller first heard of it from a switch's port status, in seconds
+    /// from the start; the simulator's controller hears at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detected_s: Option<f64>,
     /// When the controller's new rules were in place, in seconds from the start; `None` if no
     /// route was left for some flow (`error` says which).
     pub rerouted_s: Option<f64>,
     /// Flows the controller moved.
     pub flows_moved: u64,
+    /// (sim) What the failure cost the event builder; a testbed shows it in the timeouts and
+    /// the latency, not per failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<FaultCost>,
+    /// Why the controller could not re-plan, if it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What one fabric failure cost, as the simulator sees every frame and event.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FaultCost {
     /// Frames offered to the failed element's links after it failed (lost).
     pub frames_lost: u64,
     /// Events caught by the failure: built after it, assigned before the new rules were in place.
@@ -327,9 +359,6 @@ pub struct FabricFault {
     /// From the failure until the last event caught by it was built, in ms: after that the
     /// system runs on the new plan alone.
     pub recovered_after_ms: f64,
-    /// Why the controller could not re-plan, if it could not.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
 }
 
 /// What a DAQPIPE run measured beyond the common fields.
@@ -796,13 +825,16 @@ impl RunReport {
                     (None, Some(e)) => format!("not rerouted: {e}"),
                     (None, None) => "not rerouted before the run ended".into(),
                 };
-                row(
-                    &format!("{} down", fault.element),
+                let heard = fault
+                    .detected_s
+                    .map_or(String::new(), |t| format!("port status after {:.1} ms, ", (t - fault.at_s) * 1e3));
+                let cost = fault.cost.as_ref().map_or(String::new(), |c| {
                     format!(
-                        "at {:.3} s, {rerouted}; {} frames lost; {} events hit (slowest {:.1} ms), all built {:.1} ms after",
-                        fault.at_s, fault.frames_lost, fault.events_hit, fault.slowest_hit_ms, fault.recovered_after_ms
-                    ),
-                );
+                        "; {} frames lost; {} events hit (slowest {:.1} ms), all built {:.1} ms after",
+                        c.frames_lost, c.events_hit, c.slowest_hit_ms, c.recovered_after_ms
+                    )
+                });
+                row(&format!("{} down", fault.element), format!("at {:.3} s, {heard}{rerouted}{cost}", fault.at_s));
             }
         }
         row(

@@ -12,6 +12,15 @@ use crate::PlanError;
 use daqnet_core::scenario::Assignment;
 use daqnet_core::Nanos;
 
+/// An element to take down during a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FaultPlan {
+    /// What fails.
+    pub element: Element,
+    /// When, in ns from the start of the run (simulated, or wall-clock in the testbed).
+    pub at_ns: Nanos,
+}
+
 /// The controller of one fabric.
 #[derive(Debug, Clone)]
 pub struct Controller {

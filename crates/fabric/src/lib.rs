@@ -24,7 +24,7 @@ pub mod rules;
 pub mod shape;
 
 pub use assign::{Element, Failures, Route};
-pub use plan::{plan, CollectorRoute, LinkLoad, Outcome, Plan, TierLoad};
+pub use plan::{plan, report_stats, CollectorRoute, LinkLoad, Outcome, Plan, TierLoad};
 
 /// Why a fabric cannot be planned.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -8,17 +8,8 @@ use daqnet_core::report::FabricFault;
 use daqnet_core::{Layout, Nanos, Scenario, NS_PER_S};
 use daqnet_fabric::assign::Placement;
 use daqnet_fabric::controller::Controller;
+pub use daqnet_fabric::controller::FaultPlan;
 use daqnet_fabric::shape::Shape;
-use daqnet_fabric::Element;
-
-/// An element to take down during a simulation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FaultPlan {
-    /// What fails.
-    pub element: Element,
-    /// When, in simulated ns from the start.
-    pub at_ns: Nanos,
-}
 
 /// The faults of one run, the controller, and what happened.
 pub(crate) struct Faults {
@@ -102,7 +93,7 @@ impl Faults {
     pub fn on_built(&mut self, assigned: Nanos, done: Nanos) {
         for (i, &(down, rerouted)) in self.times.iter().enumerate() {
             if done >= down && assigned < rerouted {
-                let r = &mut self.records[i];
+                let r = self.records[i].cost.get_or_insert_with(Default::default);
                 r.events_hit += 1;
                 r.slowest_hit_ms = r.slowest_hit_ms.max((done - assigned) as f64 / 1e6);
                 r.recovered_after_ms = r.recovered_after_ms.max((done - down) as f64 / 1e6);
@@ -113,7 +104,8 @@ impl Faults {
     /// The records, with the frames each failure lost.
     pub fn finish<M: Copy>(mut self, net: &Sockets<M>) -> Vec<FabricFault> {
         for (r, ports) in self.records.iter_mut().zip(&self.ports) {
-            r.frames_lost = ports.iter().map(|&p| net.fabric().ports[p as usize].lost_down).sum();
+            r.cost.get_or_insert_with(Default::default).frames_lost =
+                ports.iter().map(|&p| net.fabric().ports[p as usize].lost_down).sum();
         }
         self.records
     }

@@ -37,23 +37,10 @@ pub fn simulate(scenario: &Scenario, origin: &str, opts: SimOptions) -> SimOutpu
         pipe::simulate(scenario, origin, opts)
     } else {
         let mut out = world::simulate(scenario, origin, opts);
-        if let Some(plan) = fabric_plan(scenario) {
+        if let Some(plan) = daqnet_fabric::report_stats(scenario) {
             let faults = out.report.fabric.take().map(|f| f.faults).unwrap_or_default();
             out.report.fabric = Some(daqnet_core::report::FabricStats { faults, ..plan });
         }
         out
     }
-}
-
-/// The plan of a parallel leaf-spine scenario, for its report.
-fn fabric_plan(sc: &Scenario) -> Option<daqnet_core::report::FabricStats> {
-    let assignment = sc.network.fabric.as_ref()?.assignment;
-    let p = daqnet_fabric::plan(sc, &daqnet_fabric::Failures::default(), &[assignment]).ok()?;
-    let share = sc.network.payload_share();
-    Some(daqnet_core::report::FabricStats {
-        assignment: assignment.name().into(),
-        bound_goodput_bps: p.formulas.bound_bps * share,
-        planned_goodput_bps: p.outcomes[0].building_bps * share,
-        faults: Vec::new(),
-    })
 }

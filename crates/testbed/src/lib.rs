@@ -13,9 +13,11 @@
 //! [`plan`] derives the testbed from a scenario without touching the system; [`lifecycle`]
 //! brings it up and down; [`run`] runs a scenario in it.
 
+pub mod controller;
 pub mod kernel_hz;
 pub mod lifecycle;
 pub mod netns;
+pub mod ovs;
 pub mod plan;
 pub mod qdisc;
 pub mod run;

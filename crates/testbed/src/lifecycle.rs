@@ -13,7 +13,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-const STATE_DIR: &str = "/run/daqnet/testbed";
+/// Where testbeds record themselves (and keep their Open vSwitch files).
+pub const STATE_DIR: &str = "/run/daqnet/testbed";
 
 /// What `/run/daqnet/testbed/<id>.json` records.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -62,10 +63,11 @@ fn step_text(s: &Step) -> String {
         Step::Run(args) => args.join(" "),
         Step::OffloadsOff { ns, dev } => format!("offloads off: {ns} {dev}"),
         Step::Sysctl { ns, key, value } => format!("sysctl {ns}: {key}={value}"),
+        Step::Write { path, text } => format!("write {path}: {text}"),
     }
 }
 
-fn perform(s: &Step) -> anyhow::Result<()> {
+pub(crate) fn perform(s: &Step) -> anyhow::Result<()> {
     match s {
         Step::Run(args) => {
             let out = Command::new(&args[0])
@@ -79,6 +81,7 @@ fn perform(s: &Step) -> anyhow::Result<()> {
         }
         Step::OffloadsOff { ns, dev } => netns::within(ns, || netns::offloads_off(dev)),
         Step::Sysctl { ns, key, value } => netns::within(ns, || netns::sysctl(key, value)),
+        Step::Write { path, text } => std::fs::write(path, text).with_context(|| format!("cannot write {path}")),
     }
 }
 
@@ -100,6 +103,12 @@ pub fn up(plan: &TestbedPlan, owner: Option<u32>, scenario: &str) -> anyhow::Res
     remove_leftovers()?;
     if plan.congestion == crate::static_cc::NAME {
         crate::static_cc::ensure().context("network.tcp.congestion_control = \"static\"")?;
+    }
+    if matches!(plan.switch, crate::plan::TestbedSwitch::Fabric(_)) {
+        let found = Command::new("ovs-vswitchd").arg("--version").output().is_ok_and(|o| o.status.success());
+        if !found {
+            bail!("a parallel leaf-spine testbed needs Open vSwitch (scripts/testbed-deps.sh installs it)");
+        }
     }
     let steps = plan.steps();
     let state = State {
@@ -129,8 +138,9 @@ pub fn up(plan: &TestbedPlan, owner: Option<u32>, scenario: &str) -> anyhow::Res
     Ok(Up::Built(t0.elapsed().as_secs_f64()))
 }
 
-/// Removes testbed `id`: stops any process still inside its namespaces, deletes them (which
-/// deletes their links and qdiscs) and its state file. Returns how many namespaces it removed;
+/// Removes testbed `id`: stops any process still inside its namespaces (a fabric's Open vSwitch
+/// daemons among them), deletes them (which deletes their links, bridges and qdiscs), its state
+/// file and its Open vSwitch files. Returns how many namespaces it removed;
 /// removing a testbed that is not there does nothing.
 pub fn down(id: &str) -> anyhow::Result<usize> {
     let mine: Vec<String> = netns::list().into_iter().filter(|n| id_of_namespace(n) == Some(id)).collect();
@@ -152,6 +162,9 @@ pub fn down(id: &str) -> anyhow::Result<usize> {
         }
     }
     let _ = std::fs::remove_file(state_path(id));
+    // Open vSwitch's database, sockets and logs; its daemons ran in the switch namespace and
+    // were stopped with everything else there.
+    let _ = std::fs::remove_dir_all(crate::ovs::run_dir(id));
     Ok(mine.len())
 }
 

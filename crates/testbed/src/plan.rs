@@ -2,6 +2,7 @@
 //! namespace per host, a switch namespace with a Linux bridge, one veth link per host, and the
 //! shaping of both ends of every link. [`TestbedPlan::steps`] lists the commands that build it.
 
+use crate::ovs::{FabricHosts, OvsFabric};
 use daqnet_core::scenario::{BufferConfig, CongestionControl, DaqringConfig, SwitchKind, Topology};
 use daqnet_core::Scenario;
 use daqnet_core::{NodeId, ReadoutId, WorkerId};
@@ -140,10 +141,20 @@ pub struct TestbedPlan {
     pub tail_loss_probe: bool,
     /// CPUs of this machine (receive packet steering spreads flows over all of them).
     pub cpus: u32,
-    /// The switch: a Linux bridge with tbf queues, or `daqnet switch` (daqrings).
-    pub switch_kind: SwitchKind,
-    /// Settings of the daqring switch.
-    pub daqring: DaqringConfig,
+    /// What switches the hosts' traffic.
+    pub switch: TestbedSwitch,
+}
+
+/// The switching of a testbed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TestbedSwitch {
+    /// A Linux bridge `br0` with a tbf queue per port.
+    Bridge,
+    /// `daqnet switch` (daqrings) on the switch namespace's ports, started by `testbed run`.
+    Daqring(DaqringConfig),
+    /// A parallel leaf-spine of Open vSwitch bridges carrying the event data; `br0` joins the
+    /// hosts as a control network.
+    Fabric(Box<OvsFabric>),
 }
 
 /// The sysfs CPU mask of CPUs `0..n`: hex, in comma-separated groups of 32 bits.
@@ -162,7 +173,7 @@ fn cpu_mask(n: u32) -> String {
 /// One thing to do to build a testbed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
-    /// Run a program (`ip` or `tc`) with these arguments.
+    /// Run a program (`ip`, `tc`, Open vSwitch's tools) with these arguments.
     Run(Vec<String>),
     /// Turn TSO, GSO, GRO and transmit checksum offload off on interface `dev` of namespace `ns`.
     OffloadsOff {
@@ -170,6 +181,13 @@ pub enum Step {
         ns: String,
         /// Interface.
         dev: String,
+    },
+    /// Write `text` to the file `path` (an Open vSwitch flow table).
+    Write {
+        /// File.
+        path: String,
+        /// Contents.
+        text: String,
     },
     /// Write `value` to the sysctl `key` (dotted, e.g. `net.ipv4.tcp_sack`) in namespace `ns`.
     Sysctl {
@@ -211,17 +229,9 @@ impl TestbedPlan {
         }
         let n = &sc.network;
         let mut port_buffer_bytes = 0;
-        if n.topology != Topology::Star {
-            bad(
-                "network.topology",
-                format!(
-                    "is {}; the testbed builds one switch: use topology = \"star\" (the simulator runs every \
-                     topology; `daqnet plan` plans a parallel leaf-spine)",
-                    n.topology.name()
-                ),
-            );
-        } else {
-            match n.switch.as_ref().map(|s| (s.kind, &s.buffer)) {
+        let mut fabric = None;
+        match n.topology {
+            Topology::Star => match n.switch.as_ref().map(|s| (s.kind, &s.buffer)) {
                 Some((SwitchKind::Daqring, _)) => {}
                 Some((_, BufferConfig::Dedicated { port_bytes })) | Some((_, BufferConfig::Deep { port_bytes })) => {
                     port_buffer_bytes = *port_bytes
@@ -232,7 +242,20 @@ impl TestbedPlan {
                         .into(),
                 ),
                 None => bad("network.switch", "is missing".into()),
-            }
+            },
+            Topology::ParallelLeafSpine if sc.farm.is_none() && sc.pipe.is_none() => match OvsFabric::new(sc, id) {
+                // The control network's ports: deep, as nothing but control messages cross it.
+                Ok(f) => (fabric, port_buffer_bytes) = (Some(f), HOST_QUEUE_BYTES),
+                Err(list) => list.into_iter().for_each(|(field, m)| bad(&field, m)),
+            },
+            other => bad(
+                "network.topology",
+                format!(
+                    "is {}; the testbed builds one switch (topology = \"star\") or a parallel leaf-spine of Open \
+                     vSwitch bridges (the simulator runs every topology)",
+                    other.name()
+                ),
+            ),
         }
         let frame = n.mtu_bytes as u64 + 14;
         if port_buffer_bytes != 0 && port_buffer_bytes < frame {
@@ -262,8 +285,12 @@ impl TestbedPlan {
             );
         }
         let s = &sc.system;
-        let switch_kind = n.switch.as_ref().map_or(SwitchKind::Bridge, |s| s.kind);
-        let soft_switch = switch_kind == SwitchKind::Daqring;
+        let switch = match (fabric, n.switch.as_ref()) {
+            (Some(f), _) => TestbedSwitch::Fabric(Box::new(f)),
+            (None, Some(sw)) if sw.kind == SwitchKind::Daqring => TestbedSwitch::Daqring(sw.daqring.clone()),
+            (None, _) => TestbedSwitch::Bridge,
+        };
+        let soft_switch = matches!(switch, TestbedSwitch::Daqring(_));
         let hosts = 1 + sc.farm.as_ref().map_or(s.readout_units + s.nodes, |f| f.workers);
         if let Some(f) = sc.farm.as_ref().filter(|_| hosts > MAX_BRIDGE_PORTS) {
             bad("farm.workers", format!("is {}; a Linux bridge takes at most {} hosts", f.workers, MAX_BRIDGE_PORTS));
@@ -327,8 +354,7 @@ impl TestbedPlan {
             rack: n.tcp.rack,
             tail_loss_probe: n.tcp.tail_loss_probe,
             cpus: std::thread::available_parallelism().map_or(1, |c| c.get() as u32),
-            switch_kind,
-            daqring: n.switch.as_ref().map(|s| s.daqring.clone()).unwrap_or_default(),
+            switch,
         })
     }
 
@@ -386,7 +412,8 @@ impl TestbedPlan {
                 value: cpu_mask(self.cpus),
             });
         }
-        let bridge = self.switch_kind == SwitchKind::Bridge;
+        // The bridge switches everything, or only the control messages beside a fabric.
+        let bridge = !matches!(self.switch, TestbedSwitch::Daqring(_));
         if bridge {
             v.push(run(&[
                 "ip",
@@ -441,18 +468,59 @@ impl TestbedPlan {
                 ["ip", "-n", ns, "route", "replace", SUBNET, "dev", "eth0"].iter().map(|s| s.to_string()).collect();
             route.extend(["proto", "kernel", "scope", "link", "src"].map(String::from));
             route.push(h.ip.to_string());
-            route.extend(["rto_min".into(), format!("{}ms", self.rto_min_ms)]);
-            route.extend(["initcwnd".into(), self.initcwnd_segments.to_string()]);
-            if !self.delayed_ack {
-                route.extend(["quickack".into(), "1".into()]);
-            }
+            route.extend(self.route_options());
             v.push(Step::Run(route));
             v.push(shaper(ns, "eth0", h.link_bps, self.host_burst_ns, HOST_QUEUE_BYTES, self.mtu_bytes));
             if bridge {
                 v.push(shaper(sw, &h.short, h.link_bps, SWITCH_BURST_NS, h.port_buffer_bytes, self.mtu_bytes));
             }
         }
+        if let TestbedSwitch::Fabric(f) = &self.switch {
+            let of = |kind: fn(&RoleId) -> bool| -> Vec<&str> {
+                self.hosts.iter().filter(|h| kind(&h.role)).map(|h| h.ns.as_str()).collect()
+            };
+            v.extend(f.steps(&FabricHosts {
+                sw,
+                readouts: of(|r| matches!(r, RoleId::Readout(_))),
+                nodes: of(|r| matches!(r, RoleId::Collector(_))),
+                mtu_bytes: self.mtu_bytes,
+                host_burst_ns: self.host_burst_ns,
+                route_options: self.route_options(),
+            }));
+        }
         v
+    }
+
+    /// The interface that carries a host's event data out, and its name in the report (`r3->sw`),
+    /// if it is the host's own: a readout unit's in a fabric are its bridge's uplinks, reported
+    /// among the switch ports.
+    pub fn data_egress(&self, h: &Host) -> Option<(String, String)> {
+        match (&self.switch, h.role) {
+            (TestbedSwitch::Fabric(_), RoleId::Collector(_)) => {
+                Some((crate::ovs::NODE_DEV.into(), format!("{}->fabric", h.short)))
+            }
+            (TestbedSwitch::Fabric(_), RoleId::Readout(_)) => None,
+            _ => Some(("eth0".into(), format!("{}->sw", h.short))),
+        }
+    }
+
+    /// What every route of every host carries: the scenario's minimum RTO and initial window,
+    /// and quick ACKs when delayed ACKs are off.
+    fn route_options(&self) -> Vec<String> {
+        let mut v = vec!["rto_min".into(), format!("{}ms", self.rto_min_ms), "initcwnd".into()];
+        v.push(self.initcwnd_segments.to_string());
+        if !self.delayed_ack {
+            v.extend(["quickack".into(), "1".into()]);
+        }
+        v
+    }
+
+    /// The daqring switch's settings, if the testbed has one.
+    pub fn daqring(&self) -> Option<&DaqringConfig> {
+        match &self.switch {
+            TestbedSwitch::Daqring(d) => Some(d),
+            _ => None,
+        }
     }
 
     /// The hosts `h` exchanges traffic with: the first host (the supervisor, or a sub-farm's
@@ -469,6 +537,7 @@ impl TestbedPlan {
     /// The daqring switch's configuration: a port per host (the switch-side veth, paced at the
     /// host's line rate), a route per host MAC, a daqring per collector node.
     pub fn switch_config(&self) -> SwitchConfig {
+        let daqring = self.daqring().cloned().unwrap_or_default();
         let ports = self.hosts.iter().map(|h| PortConfig { name: h.short.clone(), rate_bps: h.link_bps }).collect();
         let routes = self.hosts.iter().enumerate().map(|(i, h)| Route { mac: h.mac(), port: i }).collect();
         let collectors: Vec<&Host> = self.hosts.iter().filter(|h| matches!(h.role, RoleId::Collector(_))).collect();
@@ -479,8 +548,8 @@ impl TestbedPlan {
             routes,
             collectors: collectors.iter().map(|h| h.ip).collect(),
             collector_macs: collectors.iter().map(|h| h.mac()).collect(),
-            queue_bytes: self.daqring.queue_bytes,
-            burst_frames: (self.daqring.burst_frames > 0).then_some(self.daqring.burst_frames),
+            queue_bytes: daqring.queue_bytes,
+            burst_frames: (daqring.burst_frames > 0).then_some(daqring.burst_frames),
             pacing_bucket_bytes: self.hosts.iter().map(bucket).min().unwrap_or(0).max(2 * frame),
         }
     }
@@ -488,7 +557,7 @@ impl TestbedPlan {
 
 /// A tbf at `rate_bps` on the wire, with a bucket of `burst_ns` at that rate and a queue of
 /// `limit_bytes`, on `dev` in `ns`.
-fn shaper(ns: &str, dev: &str, rate_bps: u64, burst_ns: u64, limit_bytes: u64, mtu_bytes: u32) -> Step {
+pub(crate) fn shaper(ns: &str, dev: &str, rate_bps: u64, burst_ns: u64, limit_bytes: u64, mtu_bytes: u32) -> Step {
     let frame = (mtu_bytes + 14 + WIRE_OVERHEAD_BYTES) as u64;
     let burst = (rate_bps as u128 * burst_ns as u128 / 8 / 1_000_000_000) as u64;
     let burst = burst.max(2 * frame);
@@ -600,6 +669,7 @@ mod tests {
         let mut sc = incast();
         sc.network.switch.as_mut().unwrap().kind = SwitchKind::Daqring;
         let p = TestbedPlan::new(&sc, "t1").unwrap();
+        assert!(p.daqring().is_some());
         let all: Vec<String> = p
             .steps()
             .iter()

@@ -2,22 +2,27 @@
 //! namespaces, sample the switch queues while it runs, and add the kernel's counters to the
 //! run report.
 
+use crate::controller::{check_spines, port_drops, FabricControl};
 use crate::lifecycle::Owned;
 use crate::netns;
+use crate::ovs::OvsFabric;
 use crate::plan::TestbedPlan;
+use crate::plan::TestbedSwitch;
 use crate::qdisc::QdiscReader;
 use crate::static_cc;
 use anyhow::Context;
-use daqnet_core::report::{HostStats, PortStats, RunReport, SwitchStats, TcpCounters};
-use daqnet_core::scenario::SwitchKind;
+use daqnet_core::report::{FabricStats, HostStats, PortStats, RunReport, SwitchStats, TcpCounters};
 use daqnet_core::Scenario;
 use daqnet_evb::launcher::{launch, LaunchOptions, Placement};
 use daqnet_evb::role::RoleId;
+use daqnet_fabric::controller::FaultPlan;
+use daqnet_fabric::rules::{Bridge, Peer, Ports, LOCAL};
 use daqnet_switch::run::SwitchReport;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How often the switch's queues are sampled for their peak backlog.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(1);
@@ -37,6 +42,9 @@ pub struct TestbedRunOptions {
     pub quiet: bool,
     /// Set on SIGINT/SIGTERM: a testbed still being built is removed without running.
     pub stop: Option<&'static AtomicBool>,
+    /// Fabric elements to take down, at times from the launch of the roles (parallel
+    /// leaf-spine only).
+    pub faults: Vec<FaultPlan>,
 }
 
 /// The outcome of a testbed run.
@@ -75,13 +83,20 @@ fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow:
         anyhow::bail!("interrupted while the testbed was being built; it has been removed");
     }
     let plan = &testbed.plan;
-    let daqring = match plan.switch_kind {
-        SwitchKind::Daqring => Some(SoftSwitch::start(plan, opts)?),
-        SwitchKind::Bridge => None,
-    };
-    let sampler = daqring
-        .is_none()
-        .then(|| Sampler::start(plan.switch_ns.clone(), plan.hosts.iter().map(|h| h.short.clone()).collect()));
+    let sw = plan.switch_ns.clone();
+    let (mut soft, mut sampler, mut control) = (None, None, None);
+    match &plan.switch {
+        TestbedSwitch::Daqring(_) => soft = Some(SoftSwitch::start(plan, opts)?),
+        TestbedSwitch::Bridge => {
+            let ports = plan.hosts.iter().map(|h| (h.short.clone(), format!("sw->{}", h.short))).collect();
+            sampler = Some(Sampler::start(sw, ports));
+        }
+        TestbedSwitch::Fabric(f) => {
+            let ports = f.ports().into_iter().map(|p| (p.dev, format!("{}->{}", p.bridge, p.peer))).collect();
+            sampler = Some(Sampler::start(sw.clone(), ports));
+            control = Some((f, FabricControl::start(f, &sw, &opts.faults, Instant::now())?));
+        }
+    }
     let hosts = plan.hosts.clone();
     let place: Placement = Arc::new(move |role: RoleId, cmd: &mut std::process::Command| {
         let host = hosts.iter().find(|h| h.role == role).expect("every role has a host");
@@ -96,10 +111,24 @@ fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow:
         ..Default::default()
     };
     let launched = launch(&plan.deployed(sc), &mut launch_opts);
-    let ports = match (sampler, daqring) {
+    let ports = match (sampler, soft) {
         (Some(s), _) => s.stop(),
         (None, Some(d)) => d.stop(),
         (None, None) => unreachable!("one of them runs"),
+    };
+    let mut ovs_drops = BTreeMap::new();
+    let fabric = match control {
+        Some((f, c)) => {
+            ovs_drops = port_drops(f)?;
+            let outcome = c.stop()?;
+            let check = check_spines(f, &outcome)?;
+            daqnet_fabric::report_stats(sc).map(|plan| FabricStats {
+                faults: outcome.faults,
+                spine_check: Some(check),
+                ..plan
+            })
+        }
+        None => None,
     };
     let launched = launched?;
     let (exit_code, path, mut report) = (launched.code, launched.path, launched.report);
@@ -107,7 +136,10 @@ fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow:
     report.resolved_scenario = sc.to_toml();
     let (egress, hosts) = host_stats(plan)?;
     let mut ports = ports?;
-    ports.extend(egress);
+    if let TestbedSwitch::Fabric(f) = &plan.switch {
+        add_ovs_drops(f, &mut ports, &ovs_drops);
+    }
+    ports.extend(egress.into_iter().flatten());
     report.switch = SwitchStats { drops: ports.iter().map(|p| p.drops).sum(), ports };
     report.hosts = hosts;
     report.tcp = TcpCounters::default();
@@ -115,8 +147,34 @@ fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow:
         report.tcp += &h.tcp;
     }
     report.tcp_source = "nstat".into();
+    report.fabric = fabric;
     std::fs::write(&path, report.to_json()).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(TestbedRun { exit_code, report, build_s: testbed.build_s })
+}
+
+/// Adds Open vSwitch's own drops to the fabric's ports: a frame a bridge could not send out of
+/// a port, or that the bridge at the other end could not take in, is lost on that link; frames
+/// a readout unit's bridge could not take from its host count on its first uplink.
+fn add_ovs_drops(f: &OvsFabric, ports: &mut [PortStats], drops: &BTreeMap<(Bridge, u32), (u64, u64)>) {
+    let rules = Ports::new(&f.shape);
+    let mut credited = Vec::new();
+    for p in f.ports() {
+        let tx = drops.get(&(p.bridge, p.port)).map_or(0, |d| d.1);
+        let rx = match rules.peer(p.bridge, p.port) {
+            Some(Peer::Bridge(other, oport)) => drops.get(&(other, oport)).map_or(0, |d| d.0),
+            _ => 0,
+        };
+        let host = match p.bridge {
+            Bridge::Readout(_) if !credited.contains(&p.bridge) => {
+                credited.push(p.bridge);
+                drops.get(&(p.bridge, LOCAL)).map_or(0, |d| d.0)
+            }
+            _ => 0,
+        };
+        if let Some(s) = ports.iter_mut().find(|s| s.name == format!("{}->{}", p.bridge, p.peer)) {
+            s.drops += tx + rx + host;
+        }
+    }
 }
 
 /// `daqnet switch` running in the switch namespace in place of the bridge.
@@ -191,14 +249,14 @@ struct Sampler {
 }
 
 impl Sampler {
-    /// Starts sampling the bridge ports named `ports` (`sw->NAME` in the report).
-    fn start(switch_ns: String, ports: Vec<String>) -> Sampler {
+    /// Starts sampling the switch ports `ports`: (interface, name in the report).
+    fn start(switch_ns: String, ports: Vec<(String, String)>) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
             netns::within(&switch_ns, || {
-                let index: Vec<u32> = ports.iter().map(|p| ifindex(p)).collect();
+                let index: Vec<u32> = ports.iter().map(|(dev, _)| ifindex(dev)).collect();
                 let mut reader = QdiscReader::open().context("cannot open rtnetlink")?;
                 let _ = ready_tx.send(());
                 let mut peak = vec![0u64; ports.len()];
@@ -214,9 +272,9 @@ impl Sampler {
                             .iter()
                             .zip(&index)
                             .zip(&peak)
-                            .map(|((name, &ix), &peak_bytes)| {
+                            .map(|(((_, name), &ix), &peak_bytes)| {
                                 let q = of(ix);
-                                PortStats { name: format!("sw->{name}"), drops: q.drops, peak_bytes, frames: q.packets }
+                                PortStats { name: name.clone(), drops: q.drops, peak_bytes, frames: q.packets }
                             })
                             .collect());
                     }
@@ -243,16 +301,17 @@ fn ifindex(name: &str) -> u32 {
 
 /// Every host's own egress port (`r3->sw`: drops and frames; its backlog is not sampled) and
 /// TCP counters, read in one visit to its namespace.
-fn host_stats(plan: &TestbedPlan) -> anyhow::Result<(Vec<PortStats>, Vec<HostStats>)> {
+fn host_stats(plan: &TestbedPlan) -> anyhow::Result<(Vec<Option<PortStats>>, Vec<HostStats>)> {
     plan.hosts
         .iter()
         .map(|h| {
+            let egress = plan.data_egress(h);
             let (q, c) = netns::within(&h.ns, || {
-                let ix = ifindex("eth0");
+                let ix = egress.as_ref().map_or(0, |(dev, _)| ifindex(dev));
                 let q = QdiscReader::open()?.root_qdiscs()?.into_iter().find(|q| q.ifindex == ix).unwrap_or_default();
                 Ok((q, netns::counters()?))
             })?;
-            let port = PortStats { name: format!("{}->sw", h.short), drops: q.drops, peak_bytes: 0, frames: q.packets };
+            let port = egress.map(|(_, name)| PortStats { name, drops: q.drops, peak_bytes: 0, frames: q.packets });
             let get = |k: &str| c.get(k).copied().unwrap_or(0);
             // Linux counts every retransmission timeout in TCPTimeouts (TCPSackRecoveryFail,
             // TCPLossFailures and the like break the same timeouts down by connection state).

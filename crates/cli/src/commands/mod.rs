@@ -214,14 +214,15 @@ pub fn verdict(r: &daqnet_core::report::RunReport, sc: &Scenario, file: &str) ->
     };
     let mut v = Vec::new();
     let faults = r.fabric.as_ref().map_or(&[][..], |f| &f.faults[..]);
-    let lost: u64 = faults.iter().map(|f| f.frames_lost).sum();
+    let costs = faults.iter().filter_map(|f| f.cost.as_ref());
+    let lost: u64 = costs.clone().map(|c| c.frames_lost).sum();
     if lost > 0 && r.switch.drops == 0 {
-        let slowest = faults.iter().map(|f| f.slowest_hit_ms).fold(0.0, f64::max);
+        let slowest = costs.clone().map(|c| c.slowest_hit_ms).fold(0.0, f64::max);
         v.push(format!(
             "verdict: fabric failure — {lost} frames lost on failed links before the controller rerouted; {} \
              retransmission timeouts; the {} events caught waited up to {slowest:.1} ms; no switch dropped a frame",
             r.tcp.timeouts,
-            faults.iter().map(|f| f.events_hit).sum::<u64>()
+            costs.map(|c| c.events_hit).sum::<u64>()
         ));
         v.push(format!(
             "compare: a faster controller (--set network.fabric.reaction_ns=1ms), a shorter minimum RTO (--set \

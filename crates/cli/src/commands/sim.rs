@@ -40,7 +40,7 @@ pub struct SimArgs {
     pub fail: Vec<FaultPlan>,
 }
 
-fn parse_fault(s: &str) -> Result<FaultPlan, String> {
+pub fn parse_fault(s: &str) -> Result<FaultPlan, String> {
     let (e, t) = s.split_once('@').ok_or_else(|| format!("`{s}`: expected ELEMENT@TIME, e.g. p0-spine1@20ms"))?;
     let element = e.trim().parse()?;
     let t = humantime::parse_duration(t.trim()).map_err(|e| format!("`{t}`: {e}; e.g. 20ms or 1.5s"))?;
@@ -50,16 +50,23 @@ fn parse_fault(s: &str) -> Result<FaultPlan, String> {
 /// The scenario, with `--fail` checked against its fabric.
 pub fn check(a: &SimArgs) -> anyhow::Result<Scenario> {
     let scenario = a.scenario.load()?;
-    if !a.fail.is_empty() {
-        let shape = daqnet_fabric::shape::Shape::of(&scenario)
-            .map_err(|e| anyhow::anyhow!("--fail takes down a fabric element, but {e}"))?;
-        daqnet_fabric::Failures(a.fail.iter().map(|f| f.element).collect()).check(&shape)?;
-        anyhow::ensure!(
-            scenario.farm.is_none() && scenario.pipe.is_none(),
-            "--fail works on the event builder of [system]"
-        );
-    }
+    check_faults(&scenario, &a.fail)?;
     Ok(scenario)
+}
+
+/// Checks that every `--fail` names an element of the scenario's fabric.
+pub fn check_faults(scenario: &Scenario, faults: &[FaultPlan]) -> anyhow::Result<()> {
+    if faults.is_empty() {
+        return Ok(());
+    }
+    let shape = daqnet_fabric::shape::Shape::of(scenario)
+        .map_err(|e| anyhow::anyhow!("--fail takes down a fabric element, but {e}"))?;
+    daqnet_fabric::Failures(faults.iter().map(|f| f.element).collect()).check(&shape)?;
+    anyhow::ensure!(
+        scenario.farm.is_none() && scenario.pipe.is_none(),
+        "--fail works on the event builder of [system]"
+    );
+    Ok(())
 }
 
 /// Runs the verb.

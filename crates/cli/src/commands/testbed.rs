@@ -3,7 +3,7 @@
 
 use clap::{Args, Subcommand};
 use daqnet_testbed::lifecycle::{self, Up};
-use daqnet_testbed::plan::TestbedPlan;
+use daqnet_testbed::plan::{TestbedPlan, TestbedSwitch};
 use daqnet_testbed::run::{TestbedRunOptions, SAMPLE_INTERVAL};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -82,6 +82,12 @@ struct RunArgs {
     /// No progress display.
     #[arg(long, short)]
     quiet: bool,
+    /// Take a fabric element down during the run (repeatable; parallel leaf-spine only), at a
+    /// time from the start of the roles: `p0-spine1@2s`, `plane1@1.5s`, `p0-leaf1:spine0@3s`.
+    /// Its links go down; the controller learns of it from the bridges' port status, re-plans
+    /// and replaces the rules; the report's `fabric.faults` has the times.
+    #[arg(long, value_name = "ELEMENT@TIME", value_parser = super::sim::parse_fault)]
+    fail: Vec<daqnet_fabric::controller::FaultPlan>,
 }
 
 /// Checks the command line, the scenario and the testbed's plan without touching the system.
@@ -90,7 +96,11 @@ pub fn check(a: &TestbedArgs) -> anyhow::Result<()> {
         TestbedCommand::Up(u) => {
             TestbedPlan::checked(&super::load_run_scenario(&u.file, &u.set)?, "check", "up").map(drop)
         }
-        TestbedCommand::Run(r) => TestbedPlan::checked(&r.scenario.load_run()?, "check", "run").map(drop),
+        TestbedCommand::Run(r) => {
+            let sc = r.scenario.load_run()?;
+            super::sim::check_faults(&sc, &r.fail)?;
+            TestbedPlan::checked(&sc, "check", "run").map(drop)
+        }
         TestbedCommand::Down(_) | TestbedCommand::List => Ok(()),
     }
 }
@@ -131,10 +141,15 @@ pub fn run(a: TestbedArgs) -> anyhow::Result<ExitCode> {
             for h in &p.hosts {
                 println!("  {:<5} {:<16} {}", h.short, h.ip, h.ns);
             }
-            let switch = match p.switch_kind {
-                daqnet_core::scenario::SwitchKind::Bridge => "(bridge br0)",
+            let switch = match &p.switch {
+                TestbedSwitch::Bridge => "(bridge br0)".to_string(),
                 // `up` only builds the namespaces; `testbed run` starts the switch process.
-                daqnet_core::scenario::SwitchKind::Daqring => "(daqring: no switch process until `testbed run`)",
+                TestbedSwitch::Daqring(_) => "(daqring: no switch process until `testbed run`)".into(),
+                TestbedSwitch::Fabric(f) => format!(
+                    "(control bridge br0; {} Open vSwitch bridges: ovs-ofctl dump-flows unix:{}/BRIDGE.mgmt)",
+                    f.bridges.len(),
+                    f.dir
+                ),
             };
             println!("  {:<5} {:<16} {}", "sw", switch, p.switch_ns);
             println!(
@@ -178,6 +193,7 @@ pub fn run(a: TestbedArgs) -> anyhow::Result<ExitCode> {
         }
         TestbedCommand::Run(r) => {
             let sc = r.scenario.load_run()?;
+            super::sim::check_faults(&sc, &r.fail)?;
             TestbedPlan::checked(&sc, "check", &r.scenario.origin())?;
             lifecycle::check_prerequisites()?;
             // From here Ctrl-C stops the run and removes the testbed instead of killing us.
@@ -190,6 +206,7 @@ pub fn run(a: TestbedArgs) -> anyhow::Result<ExitCode> {
                 per_event: r.per_event,
                 quiet: r.quiet,
                 stop: Some(stop),
+                faults: r.fail.clone(),
             };
             let done = match daqnet_testbed::run::run(&sc, &opts) {
                 Ok(d) => d,
@@ -210,6 +227,17 @@ pub fn run(a: TestbedArgs) -> anyhow::Result<ExitCode> {
                     done.build_s,
                     sc.system.readout_units + sc.system.nodes + 2
                 );
+                if let Some(check) = done.report.fabric.as_ref().and_then(|f| f.spine_check.as_ref()) {
+                    let verdict = if check.off_plan.is_empty() {
+                        "confirm the plan".to_string()
+                    } else {
+                        format!("disagree with the plan: {}", check.off_plan.join("; "))
+                    };
+                    println!(
+                        "  {:<26} {} spines, {} packets to nodes: {verdict}",
+                        "flow counters", check.spines, check.packets
+                    );
+                }
                 println!(
                     "  {:<26} {} (peak backlog sampled every {} ms)",
                     "report",

@@ -1,0 +1,510 @@
+//! A parallel leaf-spine of Open vSwitch bridges, planned without touching the system: every
+//! switch of the fabric — and every readout unit's own bridge, its NIC with one port per plane
+//! ([LOSSLESS] §V-C: every host of the prototype ran Open vSwitch) — is a bridge of one
+//! `ovs-vswitchd` with the userspace datapath (`datapath_type=netdev`: this machine has no
+//! Open vSwitch kernel module), running with its `ovsdb-server` inside the testbed's switch
+//! namespace. Bridges are joined by veth pairs whose ports carry the numbers the planner's rules
+//! name (`ofport_request`), and both ends of every link are shaped to its tier's rate with tbf,
+//! the switch end holding the tier's buffer, as the single-switch testbed shapes its bridge.
+//! Nodes hang off their rack's bridge by a veth `fab0`; a readout unit's host interface is its
+//! bridge's own port (`LOCAL`), moved into the readout unit's namespace. Hosts have /32
+//! addresses and static neighbours: no ARP, no flooding, `fail_mode=secure` — only the planned
+//! rules forward anything.
+//!
+//! The supervisor's messages do not cross the fabric (the plan's rules carry event data,
+//! requests and acknowledgements): every host keeps its `eth0` on the testbed's Linux bridge as
+//! a control network, and the data peers are reached by /32 routes through the fabric.
+//!
+//! Open vSwitch's own queueing is not used: its `linux-htb` QoS sets rates but no queue length
+//! in bytes, and a port's buffer is what an incast study varies — so tbf does both, as in the
+//! single-switch testbed.
+
+use crate::plan::{shaper, Step, HOST_QUEUE_BYTES, SWITCH_BURST_NS};
+use daqnet_core::ids::{NodeId, ReadoutId};
+use daqnet_core::scenario::{Assignment, BufferConfig, SwitchKind};
+use daqnet_core::{Nanos, Scenario};
+use daqnet_fabric::assign::{place, Placement};
+use daqnet_fabric::links::Links;
+use daqnet_fabric::rules;
+use daqnet_fabric::rules::{node_ip, readout_ip, Bridge, Peer, Ports};
+use daqnet_fabric::shape::{Shape, Switch};
+use daqnet_fabric::{Element, Failures, PlanError};
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+/// Where a testbed's Open vSwitch keeps its database, sockets, logs and flow files.
+pub fn run_dir(id: &str) -> PathBuf {
+    PathBuf::from(crate::lifecycle::STATE_DIR).join(format!("{id}.ovs"))
+}
+
+/// The database schema Debian's `openvswitch-switch` installs.
+const SCHEMA: &str = "/usr/share/openvswitch/vswitch.ovsschema";
+
+/// A node's fabric interface.
+pub const NODE_DEV: &str = "fab0";
+
+/// The fabric of a testbed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OvsFabric {
+    /// Sizes, reach and rates.
+    pub shape: Shape,
+    /// How the controller places flows.
+    pub assignment: Assignment,
+    /// How long the controller gathers port events before it re-plans, in ns.
+    pub reaction_ns: Nanos,
+    /// Output buffer of every leaf, spine and rack port, in bytes (frames as the kernel counts
+    /// them).
+    pub port_bytes: Tiered,
+    /// The Open vSwitch run directory ([`run_dir`]).
+    pub dir: String,
+    /// Every bridge, in a fixed order: its index names its ports' interfaces.
+    pub bridges: Vec<Bridge>,
+    /// Where the controller places every flow before anything fails.
+    pub placement: Placement,
+}
+
+/// A value per switch tier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tiered {
+    /// Leaves.
+    pub leaf: u64,
+    /// Spines.
+    pub spine: u64,
+    /// Top-of-rack switches.
+    pub rack: u64,
+}
+
+/// One end of a link between two bridges, or a bridge's port to a node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FabricPort {
+    /// The bridge.
+    pub bridge: Bridge,
+    /// Its OpenFlow port number.
+    pub port: u32,
+    /// The interface in the switch namespace.
+    pub dev: String,
+    /// What it leads to, as the report names it (`p0-spine1`, `c3`).
+    pub peer: String,
+}
+
+impl OvsFabric {
+    /// The fabric of `sc` (a valid `parallel_leaf_spine` scenario) for testbed `id`, or the
+    /// (field, problem) list of what the testbed cannot build.
+    pub fn new(sc: &Scenario, id: &str) -> Result<OvsFabric, Vec<(String, String)>> {
+        let f = sc.network.fabric.as_ref().expect("a parallel leaf-spine has [network.fabric]");
+        let mut problems = Vec::new();
+        let mut buffer = |tier: &str, sw: &daqnet_core::scenario::SwitchConfig| -> u64 {
+            let field = format!("network.fabric.{tier}");
+            match (sw.kind, &sw.buffer) {
+                (SwitchKind::Daqring, _) => problems.push((
+                    format!("{field}.kind"),
+                    "is daqring; the testbed's Open vSwitch bridges have no daqrings: use bridge (the simulator \
+                     models daqring fabrics)"
+                        .into(),
+                )),
+                (_, BufferConfig::Dedicated { port_bytes } | BufferConfig::Deep { port_bytes }) => return *port_bytes,
+                (_, BufferConfig::Shared { .. }) => problems.push((
+                    format!("{field}.buffer.scheme"),
+                    "is shared; a port queue (tbf) is per port: use dedicated (the simulator models shared pools)"
+                        .into(),
+                )),
+            }
+            0
+        };
+        let port_bytes =
+            Tiered { leaf: buffer("leaf", &f.leaf), spine: buffer("spine", &f.spine), rack: buffer("rack", &f.rack) };
+        let shape = Shape::of(sc).map_err(|e| vec![("network.fabric".to_string(), e.to_string())])?;
+        let bridges: Vec<Bridge> = shape
+            .switches()
+            .into_iter()
+            .map(Bridge::Fabric)
+            .chain((0..shape.readout_units()).map(|r| Bridge::Readout(ReadoutId(r))))
+            .collect();
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        let placement = place(&Links::new(&shape), &Failures::default(), f.assignment)
+            .map_err(|e| vec![("network.fabric".to_string(), e.to_string())])?;
+        Ok(OvsFabric {
+            placement,
+            shape,
+            assignment: f.assignment,
+            reaction_ns: f.reaction_ns,
+            port_bytes,
+            dir: run_dir(id).display().to_string(),
+            bridges,
+        })
+    }
+
+    /// The OpenFlow target of bridge `b` for `ovs-ofctl`: its management socket.
+    pub fn target(&self, b: Bridge) -> String {
+        format!("unix:{}/{b}.mgmt", self.dir)
+    }
+
+    /// `ovs-vsctl` with the testbed's database.
+    fn vsctl(&self, args: &[&str]) -> Step {
+        let db = format!("--db=unix:{}/db.sock", self.dir);
+        run(&[&["ovs-vsctl", &db][..], args].concat())
+    }
+
+    /// The interface of port `port` of bridge `b` in the switch namespace (≤ 15 characters).
+    pub fn dev(&self, b: Bridge, port: u32) -> String {
+        let i = self.bridges.iter().position(|&x| x == b).expect("a bridge of this fabric");
+        format!("b{i}p{port}")
+    }
+
+    /// Every bridge port with an interface in the switch namespace: links to other bridges
+    /// (both ends) and rack ports to nodes.
+    pub fn ports(&self) -> Vec<FabricPort> {
+        let ports = Ports::new(&self.shape);
+        let mut v = Vec::new();
+        for &b in &self.bridges {
+            for (port, peer) in ports.of(b) {
+                let peer = match peer {
+                    Peer::Bridge(other, _) => other.to_string(),
+                    Peer::Node(n) => format!("c{}", n.0),
+                    Peer::ReadoutHost(_) | Peer::Ring(_) => continue,
+                };
+                v.push(FabricPort { bridge: b, port, dev: self.dev(b, port), peer });
+            }
+        }
+        v
+    }
+
+    /// The interfaces to take down to fail `element`: every port of a failed switch (so its
+    /// neighbours see their links go down), or the spine's end of one leaf uplink.
+    pub fn element_devs(&self, element: Element) -> Vec<String> {
+        let of_switch = |sw: Switch| {
+            let b = Bridge::Fabric(sw);
+            Ports::new(&self.shape).of(b).into_iter().map(move |(port, _)| (b, port))
+        };
+        let ports: Vec<(Bridge, u32)> = match element {
+            Element::Plane(p) => self
+                .shape
+                .switches()
+                .into_iter()
+                .filter(|sw| matches!(sw, Switch::Leaf(q, _) | Switch::Spine(q, _) if *q == p))
+                .flat_map(of_switch)
+                .collect(),
+            Element::Spine(p, s) => of_switch(Switch::Spine(p, s)).collect(),
+            Element::LeafUplink(p, pod, s) => {
+                let leaf = Bridge::Fabric(Switch::Leaf(p, pod));
+                let ports = Ports::new(&self.shape);
+                of_switch(Switch::Spine(p, s))
+                    .filter(|&(b, port)| matches!(ports.peer(b, port), Some(Peer::Bridge(x, _)) if x == leaf))
+                    .collect()
+            }
+        };
+        ports.into_iter().map(|(b, port)| self.dev(b, port)).collect()
+    }
+
+    /// What the controller learns from bridge `b` reporting port `port` down: a leaf's or a
+    /// spine's link between them is that leaf uplink; a readout unit's or a rack's uplink to a
+    /// plane is taken as the plane failing (no finer element leads there: the controller moves
+    /// every flow off that plane).
+    pub fn element_of_port(&self, b: Bridge, port: u32) -> Option<Element> {
+        let peer = Ports::new(&self.shape).peer(b, port)?;
+        match (b, peer) {
+            (Bridge::Fabric(Switch::Leaf(p, pod)), Peer::Bridge(Bridge::Fabric(Switch::Spine(_, s)), _))
+            | (Bridge::Fabric(Switch::Spine(p, s)), Peer::Bridge(Bridge::Fabric(Switch::Leaf(_, pod)), _)) => {
+                Some(Element::LeafUplink(p, pod, s))
+            }
+            (
+                Bridge::Readout(_) | Bridge::Fabric(Switch::Rack(_)),
+                Peer::Bridge(Bridge::Fabric(Switch::Leaf(p, _)), _),
+            ) => Some(Element::Plane(p)),
+            _ => None,
+        }
+    }
+
+    /// The bridges whose port status the controller watches: all but the spines, whose failures
+    /// their leaves see.
+    pub fn watched(&self) -> Vec<Bridge> {
+        self.bridges.iter().copied().filter(|b| !matches!(b, Bridge::Fabric(Switch::Spine(..)))).collect()
+    }
+
+    /// The MAC address of a host's fabric interface (`02:01:` and its address), distinct from its
+    /// control interface's.
+    pub fn mac(ip: Ipv4Addr) -> String {
+        let o = ip.octets();
+        format!("02:01:{:02x}:{:02x}:{:02x}:{:02x}", o[0], o[1], o[2], o[3])
+    }
+
+    fn tier_bytes(&self, b: Bridge) -> u64 {
+        match b {
+            Bridge::Fabric(Switch::Leaf(..)) => self.port_bytes.leaf,
+            Bridge::Fabric(Switch::Spine(..)) => self.port_bytes.spine,
+            Bridge::Fabric(Switch::Rack(_)) => self.port_bytes.rack,
+            // A readout unit's bridge is its NIC: a host's queue.
+            Bridge::Readout(_) => HOST_QUEUE_BYTES,
+        }
+    }
+
+    /// The rate of the link on port `port` of bridge `b`.
+    fn rate(&self, b: Bridge, peer: Peer) -> u64 {
+        let s = &self.shape;
+        match (b, peer) {
+            (_, Peer::Node(_)) => s.node_bps,
+            (Bridge::Readout(_), _) | (_, Peer::Bridge(Bridge::Readout(_), _)) => s.readout_bps,
+            (Bridge::Fabric(Switch::Rack(_)), _) | (_, Peer::Bridge(Bridge::Fabric(Switch::Rack(_)), _)) => {
+                s.rack_uplink_bps
+            }
+            _ => s.spine_bps,
+        }
+    }
+
+    /// The steps that build the fabric, after the namespaces and the control network exist.
+    /// `sw` is the switch namespace, `ns` a host's namespace, `route` the route options every
+    /// host's data routes carry (minimum RTO, initial window, quick ACKs).
+    pub fn steps(&self, p: &FabricHosts) -> Vec<Step> {
+        let d = &self.dir;
+        let sw = p.sw;
+        let mtu = p.mtu_bytes.to_string();
+        let file = |name: &str| format!("{d}/{name}");
+        let daemon = |name: &str| {
+            [format!("--pidfile={d}/{name}.pid"), format!("--unixctl={d}/{name}.ctl")].into_iter().chain([
+                format!("--log-file={d}/{name}.log"),
+                "--detach".into(),
+                "--no-chdir".into(),
+            ])
+        };
+        let mut v = vec![run(&["mkdir", "-p", d]), run(&["ovsdb-tool", "create", &file("conf.db"), SCHEMA])];
+        let mut db: Vec<String> = ["ip", "netns", "exec", sw, "ovsdb-server"].map(String::from).into();
+        db.extend([file("conf.db"), format!("--remote=punix:{d}/db.sock")]);
+        db.extend(daemon("ovsdb-server"));
+        v.push(Step::Run(db));
+        v.push(self.vsctl(&["--no-wait", "init"]));
+        // OVS_RUNDIR: where it puts the bridges' management sockets (`<bridge>.mgmt`).
+        let mut switchd: Vec<String> = ["ip", "netns", "exec", sw, "env"].map(String::from).into();
+        switchd.extend([format!("OVS_RUNDIR={d}"), "ovs-vswitchd".into(), format!("unix:{d}/db.sock")]);
+        switchd.extend(daemon("ovs-vswitchd"));
+        v.push(Step::Run(switchd));
+        for &b in &self.bridges {
+            let name = b.to_string();
+            let mut set = vec!["--", "set", "bridge", &name, "datapath_type=netdev", "fail_mode=secure"];
+            let hw;
+            if let Bridge::Readout(r) = b {
+                hw = format!("other-config:hwaddr=\"{}\"", Self::mac(readout_ip(r)));
+                set.push(&hw);
+            }
+            v.push(self.vsctl(&[&["add-br", &name][..], &set].concat()));
+        }
+        let ports = Ports::new(&self.shape);
+        for &b in &self.bridges {
+            for (port, peer) in ports.of(b) {
+                let dev = self.dev(b, port);
+                let rate = self.rate(b, peer);
+                match peer {
+                    Peer::Bridge(other, oport)
+                        if self.bridges.iter().position(|&x| x == other)
+                            > self.bridges.iter().position(|&x| x == b) =>
+                    {
+                        let there = self.dev(other, oport);
+                        #[rustfmt::skip]
+                        v.push(run(&["ip", "-n", sw, "link", "add", &dev, "mtu", &mtu, "type", "veth", "peer", "name",
+                            &there, "mtu", &mtu]));
+                        for (br, dv, pt) in [(b, &dev, port), (other, &there, oport)] {
+                            v.extend(self.attach(sw, br, dv, pt));
+                            v.push(self.port_shaper(sw, br, dv, rate, p));
+                        }
+                    }
+                    Peer::Node(n) => {
+                        let host = p.node(n);
+                        #[rustfmt::skip]
+                        v.push(run(&["ip", "link", "add", NODE_DEV, "netns", host, "address", &Self::mac(node_ip(n)),
+                            "mtu", &mtu, "type", "veth", "peer", "name", &dev, "netns", sw, "mtu", &mtu]));
+                        v.extend(self.attach(sw, b, &dev, port));
+                        v.push(self.port_shaper(sw, b, &dev, rate, p));
+                        v.extend(p.host_interface(host, NODE_DEV, node_ip(n)));
+                        v.push(shaper(host, NODE_DEV, rate, p.host_burst_ns, HOST_QUEUE_BYTES, p.mtu_bytes));
+                    }
+                    Peer::ReadoutHost(r) => {
+                        // The bridge's own interface becomes the readout unit's.
+                        let host = p.readout(r);
+                        let tap = b.to_string();
+                        v.push(run(&["ip", "-n", sw, "link", "set", &tap, "netns", host]));
+                        v.push(run(&["ip", "-n", host, "link", "set", &tap, "mtu", &mtu]));
+                        v.extend(p.host_interface(host, &tap, readout_ip(r)));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        v.extend(self.neighbours(p));
+        v.extend(self.install(&self.placement, None).expect("the planner's rules for a valid fabric pass their check"));
+        v
+    }
+
+    /// The steps that make every bridge's flow table the rules of `placement`: a flow file per
+    /// bridge, then `ovs-ofctl replace-flows` (which leaves unchanged rules and their counters
+    /// alone). With the `previous` placement, only the bridges whose rules differ.
+    pub fn install(&self, placement: &Placement, previous: Option<&Placement>) -> Result<Vec<Step>, PlanError> {
+        let tables = rules::rules(&self.shape, placement)?;
+        let before = previous.map(|p| rules::rules(&self.shape, p)).transpose()?;
+        let mut v = Vec::new();
+        for &b in &self.bridges {
+            let table = tables.get(&b).map_or(&[][..], |t| &t[..]);
+            if before.as_ref().is_some_and(|t| t.get(&b).map_or(&[][..], |t| &t[..]) == table) {
+                continue;
+            }
+            let path = self.flows_path(b);
+            v.push(Step::Write { path: path.clone(), text: rules::flows_file(&self.shape, b, table) });
+            v.push(run(&["ovs-ofctl", "replace-flows", &self.target(b), &path]));
+        }
+        Ok(v)
+    }
+
+    /// The flow file of bridge `b`.
+    pub fn flows_path(&self, b: Bridge) -> String {
+        format!("{}/{b}.flows", self.dir)
+    }
+
+    /// Adds interface `dev` to bridge `b` as port `port`, up, offloads off.
+    fn attach(&self, sw: &str, b: Bridge, dev: &str, port: u32) -> Vec<Step> {
+        let req = format!("ofport_request={port}");
+        vec![
+            self.vsctl(&["add-port", &b.to_string(), dev, "--", "set", "interface", dev, &req]),
+            run(&["ip", "-n", sw, "link", "set", dev, "up"]),
+            Step::OffloadsOff { ns: sw.into(), dev: dev.into() },
+        ]
+    }
+
+    /// A switch port's queue: the tier's rate and buffer; a readout unit's uplinks are its NICs,
+    /// paced as hosts are.
+    fn port_shaper(&self, sw: &str, b: Bridge, dev: &str, rate: u64, p: &FabricHosts) -> Step {
+        let burst = if matches!(b, Bridge::Readout(_)) { p.host_burst_ns } else { SWITCH_BURST_NS };
+        shaper(sw, dev, rate, burst, self.tier_bytes(b), p.mtu_bytes)
+    }
+
+    /// /32 routes and permanent neighbours between every readout unit and every node, through
+    /// the fabric.
+    fn neighbours(&self, p: &FabricHosts) -> Vec<Step> {
+        let mut v = Vec::new();
+        for r in (0..self.shape.readout_units()).map(ReadoutId) {
+            for n in (0..self.shape.nodes()).map(NodeId) {
+                let tap = Bridge::Readout(r).to_string();
+                for (ns, dev, here, there) in [
+                    (p.readout(r), tap.as_str(), readout_ip(r), node_ip(n)),
+                    (p.node(n), NODE_DEV, node_ip(n), readout_ip(r)),
+                ] {
+                    let mut route: Vec<String> = ["ip", "-n", ns, "route", "replace"].map(String::from).into();
+                    route.extend([format!("{there}/32"), "dev".into(), dev.into(), "src".into(), here.to_string()]);
+                    route.extend(p.route_options.iter().cloned());
+                    v.push(Step::Run(route));
+                    #[rustfmt::skip]
+                    v.push(run(&["ip", "-n", ns, "neigh", "replace", &there.to_string(), "lladdr", &Self::mac(there),
+                        "dev", dev, "nud", "permanent"]));
+                }
+            }
+        }
+        v
+    }
+}
+
+/// What the fabric's steps need of the rest of the testbed.
+pub struct FabricHosts<'a> {
+    /// The switch namespace (where `ovs-vswitchd` runs).
+    pub sw: &'a str,
+    /// Namespace of each readout unit, by index.
+    pub readouts: Vec<&'a str>,
+    /// Namespace of each node, by index.
+    pub nodes: Vec<&'a str>,
+    /// IP MTU.
+    pub mtu_bytes: u32,
+    /// Host egress bucket, ns at line rate.
+    pub host_burst_ns: u64,
+    /// Options of every data route (`rto_min 200ms initcwnd 10 …`).
+    pub route_options: Vec<String>,
+}
+
+impl FabricHosts<'_> {
+    fn readout(&self, r: ReadoutId) -> &str {
+        self.readouts[r.0 as usize]
+    }
+    fn node(&self, n: NodeId) -> &str {
+        self.nodes[n.0 as usize]
+    }
+
+    /// Address and link state of a host's fabric interface.
+    fn host_interface(&self, ns: &str, dev: &str, ip: Ipv4Addr) -> Vec<Step> {
+        vec![
+            run(&["ip", "-n", ns, "addr", "add", &format!("{ip}/32"), "dev", dev]),
+            run(&["ip", "-n", ns, "link", "set", dev, "up"]),
+            Step::OffloadsOff { ns: ns.into(), dev: dev.into() },
+        ]
+    }
+}
+
+fn run(args: &[&str]) -> Step {
+    Step::Run(args.iter().map(|s| s.to_string()).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::plan::{Step, TestbedPlan, TestbedSwitch};
+    use daqnet_fabric::rules::Bridge;
+    use daqnet_fabric::shape::{Plane, Pod, Spine, Switch};
+    use daqnet_fabric::Element;
+
+    fn plan() -> TestbedPlan {
+        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/fabric/testbed.toml"))
+            .unwrap();
+        let sc = daqnet_core::scenario::parse_str(&text, "testbed.toml", &[]).unwrap();
+        TestbedPlan::new(&sc, "t1").unwrap()
+    }
+
+    fn commands(steps: &[Step]) -> Vec<String> {
+        steps.iter().filter_map(|s| if let Step::Run(a) = s { Some(a.join(" ")) } else { None }).collect()
+    }
+
+    #[test]
+    fn open_vswitch_runs_in_the_switch_namespace_with_the_planned_ports_rates_and_rules() {
+        let p = plan();
+        let TestbedSwitch::Fabric(f) = &p.switch else { panic!("a fabric") };
+        let all = commands(&p.steps());
+        let has = |c: &str| assert!(all.iter().any(|x| x == c), "missing `{c}`");
+        let d = "/run/daqnet/testbed/t1.ovs";
+        has(&format!(
+            "ip netns exec daqnet-t1-sw env OVS_RUNDIR={d} ovs-vswitchd unix:{d}/db.sock --pidfile={d}/ovs-vswitchd.pid \
+             --unixctl={d}/ovs-vswitchd.ctl --log-file={d}/ovs-vswitchd.log --detach --no-chdir"
+        ));
+        let bridges = all.iter().filter(|c| c.contains(" add-br ")).count();
+        assert_eq!(bridges, 14, "4 leaves, 4 spines, 2 racks, 4 readout units");
+        has(&format!(
+            "ovs-vsctl --db=unix:{d}/db.sock add-br ru0 -- set bridge ru0 datapath_type=netdev fail_mode=secure \
+             other-config:hwaddr=\"02:01:0a:58:10:01\""
+        ));
+        // A spine's port: 100 Mb/s, the spine tier's 512 kB; a readout unit's uplink is its NIC.
+        let spine = f.dev(Bridge::Fabric(Switch::Spine(Plane(0), Spine(0))), 1);
+        has(&format!("tc -n daqnet-t1-sw qdisc replace dev {spine} root tbf rate 100000000bit burst 3076 limit 512000 overhead 24"));
+        let uplink = f.dev(Bridge::Readout(daqnet_core::ReadoutId(0)), 1);
+        assert!(all
+            .iter()
+            .any(|c| c.contains(&format!("dev {uplink} root tbf rate 100000000bit")) && c.contains("limit 4194304")));
+        has("ip -n daqnet-t1-r0 route replace 10.88.8.1/32 dev ru0 src 10.88.16.1 rto_min 200ms initcwnd 10");
+        has("ip -n daqnet-t1-c0 neigh replace 10.88.16.1 lladdr 02:01:0a:58:10:01 dev fab0 nud permanent");
+        // The ports exist before rules name them, and every bridge gets its table.
+        let last_port = all.iter().rposition(|c| c.contains("add-port")).unwrap();
+        let first_rules = all.iter().position(|c| c.starts_with("ovs-ofctl replace-flows")).unwrap();
+        assert!(last_port < first_rules);
+        assert_eq!(all.iter().filter(|c| c.starts_with("ovs-ofctl replace-flows")).count(), 14);
+        assert!(f.install(&f.placement, Some(&f.placement)).unwrap().is_empty(), "nothing changed, nothing installed");
+    }
+
+    #[test]
+    fn failures_map_to_links_and_port_status_back_to_elements() {
+        let p = plan();
+        let TestbedSwitch::Fabric(f) = &p.switch else { panic!("a fabric") };
+        let spine = Bridge::Fabric(Switch::Spine(Plane(0), Spine(1)));
+        assert_eq!(f.element_devs(Element::Spine(Plane(0), Spine(1))), [f.dev(spine, 1), f.dev(spine, 2)]);
+        assert_eq!(f.element_devs(Element::LeafUplink(Plane(0), Pod(1), Spine(1))), [f.dev(spine, 2)]);
+        // A plane: every port of its 2 leaves (2 readout units, a rack, 2 spines each) and spines.
+        assert_eq!(f.element_devs(Element::Plane(Plane(1))).len(), 2 * 5 + 2 * 2);
+        let leaf = Bridge::Fabric(Switch::Leaf(Plane(0), Pod(1)));
+        // Leaf ports: 2 readout units, 1 rack, then spine 0 and spine 1.
+        assert_eq!(f.element_of_port(leaf, 5), Some(Element::LeafUplink(Plane(0), Pod(1), Spine(1))));
+        assert_eq!(f.element_of_port(Bridge::Readout(daqnet_core::ReadoutId(2)), 2), Some(Element::Plane(Plane(1))));
+        assert_eq!(f.element_of_port(leaf, 1), None, "a leaf's port to a readout unit is no fabric element");
+        assert!(!f.watched().iter().any(|b| matches!(b, Bridge::Fabric(Switch::Spine(..)))));
+    }
+}
