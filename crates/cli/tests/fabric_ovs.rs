@@ -1,6 +1,6 @@
 //! The parallel leaf-spine testbed, as a user runs it: `daqnet testbed run` builds 2 pods × 2
 //! planes × 2 spines of Open vSwitch bridges (userspace datapath, daemons in the testbed's switch
-//! namespace) with 4 readout hosts and 4 nodes (`scenarios/fabric/testbed.toml`), installs the
+//! namespace) with 4 readout hosts and 4 nodes at 50 Mb/s (`scenarios/fabric/testbed.toml`), installs the
 //! planner's OpenFlow rules, runs the real event builder through it and takes a spine down in
 //! the middle of the run. The controller hears of it from the bridges' port status, re-plans
 //! and replaces the rules; the spines' flow counters confirm the placement; no event is lost.
@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::{daqnet, out_dir, report, text};
+use common::{daqnet, out_dir, paced, report, text};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -34,9 +34,28 @@ fn the_event_builder_runs_through_open_vswitch_and_survives_a_spine_failure() {
     let _g = common::serial();
     let out = out_dir("fabric-ovs");
     let d = out.display().to_string();
-    let o = daqnet(&["testbed", "run", SCENARIO, "--out", &d, "--set", "run.events=600", "--fail", "p0-spine0@1.5s"]);
-    assert!(o.status.success(), "{}", text(&o));
-    let r = report(&out);
+    // Measured here: 184–185 Mb/s of the planned 188.3 with the failure, 98 %; the simulator
+    // gives 186.6. A run that falls below 90 % fell behind (ovs-vswitchd forwards every bridge
+    // in one thread, 100 % of a CPU at 270 Mb/s).
+    let r = paced(
+        || {
+            let o = daqnet(&[
+                "testbed",
+                "run",
+                SCENARIO,
+                "--out",
+                &d,
+                "--set",
+                "run.events=600",
+                "--fail",
+                "p0-spine0@1.5s",
+            ]);
+            assert!(o.status.success(), "{}", text(&o));
+            report(&out)
+        },
+        |r| r["goodput_bps"].as_f64().unwrap() > 0.9 * r["fabric"]["planned_goodput_bps"].as_f64().unwrap(),
+    );
+    assert!(r["goodput_bps"].as_f64().unwrap() > 0.9 * r["fabric"]["planned_goodput_bps"].as_f64().unwrap(), "{r}");
     assert_eq!(r["events_built"], 600, "{r}");
     let not_built = &r["events_not_built"];
     assert_eq!((not_built["timed_out"].as_u64(), not_built["lost"].as_u64()), (Some(0), Some(0)), "{r}");
@@ -52,6 +71,8 @@ fn the_event_builder_runs_through_open_vswitch_and_survives_a_spine_failure() {
     assert!((1.5..2.5).contains(&at), "{fault}");
     assert!(heard >= at && rerouted - at < 1.0, "rerouted {:.0} ms after the failure: {fault}", (rerouted - at) * 1e3);
     assert!(fault["flows_moved"].as_u64().unwrap() > 0, "{fault}");
+    assert!(fault["frames_lost"].as_u64().unwrap() > 0, "frames sent to the dead spine are counted: {fault}");
+    assert_eq!(r["switch"]["drops"], 0, "no port dropped a frame for want of buffer: {r}");
     eprintln!(
         "event builder through Open vSwitch: {:.0} Mb/s of {:.0} planned, p99 {:.1} ms, {} retransmissions, {} timeouts; \
          port status after {:.1} ms, rerouted after {:.1} ms",

@@ -3,7 +3,7 @@
 //! without running. CI runs as root, so they run there.
 
 mod common;
-use common::{daqnet, out_dir, report, text, OutDir};
+use common::{daqnet, out_dir, paced, report, text, OutDir};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -89,23 +89,6 @@ fn links() -> String {
 const INCAST: &str = "scenarios/testbed/incast-32.toml";
 
 /// Runs incast-32 in the testbed with `sets`; returns its report and per-event latencies.
-/// Runs a measurement whose bound depends on the emulation keeping pace, up to twice more while
-/// a run misses `ok`, and returns the run to check. The testbed shares two CPUs with whatever
-/// else the machine does: in full test runs single runs came out at 66–92 % of the line rate
-/// that the same test gives alone (95–99 %), a deep-buffer incast round 2 ms slower, and once
-/// three tests fell behind twice in a row that passed alone right after. A slowed run says
-/// nothing about the system under test; three in a row fail the test.
-fn paced<T>(mut run: impl FnMut() -> T, ok: impl Fn(&T) -> bool) -> T {
-    for _ in 0..2 {
-        let r = run();
-        if ok(&r) {
-            return r;
-        }
-        eprintln!("the emulation fell behind its pace; running once more");
-    }
-    run()
-}
-
 fn incast(name: &str, events: u32, sets: &[&str]) -> (Value, Vec<f64>) {
     let dir = out_dir(name);
     let events = events.to_string();

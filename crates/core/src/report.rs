@@ -338,8 +338,10 @@ pub struct FabricFault {
     pub rerouted_s: Option<f64>,
     /// Flows the controller moved.
     pub flows_moved: u64,
+    /// Frames sent into the failed element's links after it failed (lost).
+    pub frames_lost: u64,
     /// (sim) What the failure cost the event builder; a testbed shows it in the timeouts and
-    /// the latency, not per failure.
+    /// the latency, not per failure (its events are not timed against the failure).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<FaultCost>,
     /// Why the controller could not re-plan, if it could not.
@@ -350,8 +352,6 @@ pub struct FabricFault {
 /// What one fabric failure cost, as the simulator sees every frame and event.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FaultCost {
-    /// Frames offered to the failed element's links after it failed (lost).
-    pub frames_lost: u64,
     /// Events caught by the failure: built after it, assigned before the new rules were in place.
     pub events_hit: u64,
     /// Data-collection latency of the slowest of them, in ms.
@@ -830,11 +830,14 @@ impl RunReport {
                     .map_or(String::new(), |t| format!("port status after {:.1} ms, ", (t - fault.at_s) * 1e3));
                 let cost = fault.cost.as_ref().map_or(String::new(), |c| {
                     format!(
-                        "; {} frames lost; {} events hit (slowest {:.1} ms), all built {:.1} ms after",
-                        c.frames_lost, c.events_hit, c.slowest_hit_ms, c.recovered_after_ms
+                        "; {} events hit (slowest {:.1} ms), all built {:.1} ms after",
+                        c.events_hit, c.slowest_hit_ms, c.recovered_after_ms
                     )
                 });
-                row(&format!("{} down", fault.element), format!("at {:.3} s, {heard}{rerouted}{cost}", fault.at_s));
+                row(
+                    &format!("{} down", fault.element),
+                    format!("at {:.3} s, {heard}{rerouted}; {} frames lost{cost}", fault.at_s, fault.frames_lost),
+                );
             }
         }
         row(

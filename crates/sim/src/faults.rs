@@ -104,8 +104,8 @@ impl Faults {
     /// The records, with the frames each failure lost.
     pub fn finish<M: Copy>(mut self, net: &Sockets<M>) -> Vec<FabricFault> {
         for (r, ports) in self.records.iter_mut().zip(&self.ports) {
-            r.cost.get_or_insert_with(Default::default).frames_lost =
-                ports.iter().map(|&p| net.fabric().ports[p as usize].lost_down).sum();
+            r.frames_lost = ports.iter().map(|&p| net.fabric().ports[p as usize].lost_down).sum();
+            r.cost.get_or_insert_with(Default::default);
         }
         self.records
     }

@@ -200,12 +200,12 @@ fn control(
                 continue;
             }
             injected[i] = true;
+            faults[i].at_s = since(t0) as f64 / 1e9;
             for dev in fabric.element_devs(p.element) {
                 crate::lifecycle::perform(&Step::Run(
                     ["ip", "-n", sw, "link", "set", &dev, "down"].map(String::from).to_vec(),
                 ))?;
             }
-            faults[i].at_s = since(t0) as f64 / 1e9;
         }
         if let Some(result) = controller.poll(since(t0)) {
             let done = match result {

@@ -40,6 +40,9 @@ pub fn run_dir(id: &str) -> PathBuf {
 /// The database schema Debian's `openvswitch-switch` installs.
 const SCHEMA: &str = "/usr/share/openvswitch/vswitch.ovsschema";
 
+/// The XDP program of the wire ends.
+const ORPHAN_XDP: &str = include_str!("../bpf/orphan.bpf.c");
+
 /// A node's fabric interface.
 pub const NODE_DEV: &str = "fab0";
 
@@ -83,6 +86,9 @@ pub struct FabricPort {
     pub port: u32,
     /// The interface in the switch namespace.
     pub dev: String,
+    /// The interface whose queue (tbf) holds what the port sends: the wire end facing the
+    /// peer.
+    pub queue_dev: String,
     /// What it leads to, as the report names it (`p0-spine1`, `c3`).
     pub peer: String,
 }
@@ -149,8 +155,7 @@ impl OvsFabric {
 
     /// The interface of port `port` of bridge `b` in the switch namespace (≤ 15 characters).
     pub fn dev(&self, b: Bridge, port: u32) -> String {
-        let i = self.bridges.iter().position(|&x| x == b).expect("a bridge of this fabric");
-        format!("b{i}p{port}")
+        format!("b{}p{port}", self.index(b))
     }
 
     /// Every bridge port with an interface in the switch namespace: links to other bridges
@@ -160,25 +165,27 @@ impl OvsFabric {
         let mut v = Vec::new();
         for &b in &self.bridges {
             for (port, peer) in ports.of(b) {
-                let peer = match peer {
-                    Peer::Bridge(other, _) => other.to_string(),
-                    Peer::Node(n) => format!("c{}", n.0),
+                let dev = self.dev(b, port);
+                let (peer, queue_dev) = match peer {
+                    Peer::Bridge(other, oport) => (other.to_string(), wire(&self.dev(other, oport))),
+                    Peer::Node(n) => (format!("c{}", n.0), format!("n{}", &dev[1..])),
                     Peer::ReadoutHost(_) | Peer::Ring(_) => continue,
                 };
-                v.push(FabricPort { bridge: b, port, dev: self.dev(b, port), peer });
+                v.push(FabricPort { bridge: b, port, dev, queue_dev, peer });
             }
         }
         v
     }
 
-    /// The interfaces to take down to fail `element`: every port of a failed switch (so its
-    /// neighbours see their links go down), or the spine's end of one leaf uplink.
-    pub fn element_devs(&self, element: Element) -> Vec<String> {
+    /// The ports of the links `element` takes down: those of the failed switches (or of the
+    /// spine, for a leaf uplink), each with the port at the other end of its link.
+    pub fn element_ports(&self, element: Element) -> Vec<((Bridge, u32), Option<(Bridge, u32)>)> {
+        let rules = Ports::new(&self.shape);
         let of_switch = |sw: Switch| {
             let b = Bridge::Fabric(sw);
-            Ports::new(&self.shape).of(b).into_iter().map(move |(port, _)| (b, port))
+            rules.of(b).into_iter().map(move |(port, _)| (b, port))
         };
-        let ports: Vec<(Bridge, u32)> = match element {
+        let failed: Vec<(Bridge, u32)> = match element {
             Element::Plane(p) => self
                 .shape
                 .switches()
@@ -189,13 +196,31 @@ impl OvsFabric {
             Element::Spine(p, s) => of_switch(Switch::Spine(p, s)).collect(),
             Element::LeafUplink(p, pod, s) => {
                 let leaf = Bridge::Fabric(Switch::Leaf(p, pod));
-                let ports = Ports::new(&self.shape);
                 of_switch(Switch::Spine(p, s))
-                    .filter(|&(b, port)| matches!(ports.peer(b, port), Some(Peer::Bridge(x, _)) if x == leaf))
+                    .filter(|&(b, port)| matches!(rules.peer(b, port), Some(Peer::Bridge(x, _)) if x == leaf))
                     .collect()
             }
         };
-        ports.into_iter().map(|(b, port)| self.dev(b, port)).collect()
+        let far = |(b, port)| match rules.peer(b, port) {
+            Some(Peer::Bridge(other, oport)) => Some((other, oport)),
+            _ => None,
+        };
+        failed.into_iter().map(|p| (p, far(p))).collect()
+    }
+
+    /// The interfaces to take down to fail `element`: the failed side's ports, and the wire end
+    /// facing each neighbour — the neighbour's port loses its carrier (and reports it) but
+    /// stays up, so what it still sends is dropped and counted there, as on a real link to a
+    /// dead switch.
+    pub fn element_devs(&self, element: Element) -> Vec<String> {
+        let mut devs = Vec::new();
+        for ((b, port), far) in self.element_ports(element) {
+            devs.push(self.dev(b, port));
+            devs.extend(far.map(|(other, oport)| wire(&self.dev(other, oport))));
+        }
+        devs.sort();
+        devs.dedup();
+        devs
     }
 
     /// What the controller learns from bridge `b` reporting port `port` down: a leaf's or a
@@ -268,7 +293,13 @@ impl OvsFabric {
                 "--no-chdir".into(),
             ])
         };
-        let mut v = vec![run(&["mkdir", "-p", d]), run(&["ovsdb-tool", "create", &file("conf.db"), SCHEMA])];
+        let mut v = vec![
+            run(&["mkdir", "-p", d]),
+            run(&["ovsdb-tool", "create", &file("conf.db"), SCHEMA]),
+            // The wire ends' XDP program (see `join`).
+            Step::Write { path: file("orphan.bpf.c"), text: ORPHAN_XDP.into() },
+            run(&["clang", "-O2", "-target", "bpf", "-c", &file("orphan.bpf.c"), "-o", &file("orphan.o")]),
+        ];
         let mut db: Vec<String> = ["ip", "netns", "exec", sw, "ovsdb-server"].map(String::from).into();
         db.extend([file("conf.db"), format!("--remote=punix:{d}/db.sock")]);
         db.extend(daemon("ovsdb-server"));
@@ -295,28 +326,35 @@ impl OvsFabric {
                 let dev = self.dev(b, port);
                 let rate = self.rate(b, peer);
                 match peer {
-                    Peer::Bridge(other, oport)
-                        if self.bridges.iter().position(|&x| x == other)
-                            > self.bridges.iter().position(|&x| x == b) =>
-                    {
+                    Peer::Bridge(other, oport) if self.index(other) > self.index(b) => {
                         let there = self.dev(other, oport);
-                        #[rustfmt::skip]
-                        v.push(run(&["ip", "-n", sw, "link", "add", &dev, "mtu", &mtu, "type", "veth", "peer", "name",
-                            &there, "mtu", &mtu]));
-                        for (br, dv, pt) in [(b, &dev, port), (other, &there, oport)] {
-                            v.extend(self.attach(sw, br, dv, pt));
-                            v.push(self.port_shaper(sw, br, dv, rate, p));
+                        for ovs in [&dev, &there] {
+                            #[rustfmt::skip]
+                            v.push(run(&["ip", "-n", sw, "link", "add", ovs, "mtu", &mtu, "type", "veth", "peer", "name",
+                                &wire(ovs), "mtu", &mtu]));
                         }
+                        v.extend(self.attach(sw, b, &dev, port));
+                        v.extend(self.attach(sw, other, &there, oport));
+                        v.extend(self.join(sw, &wire(&dev), &wire(&there)));
+                        // Each way's queue waits at the wire end facing the receiving bridge.
+                        v.push(self.port_shaper(sw, b, &wire(&there), rate, p));
+                        v.push(self.port_shaper(sw, other, &wire(&dev), rate, p));
                     }
                     Peer::Node(n) => {
                         let host = p.node(n);
+                        let node_end = format!("n{}", &dev[1..]);
                         #[rustfmt::skip]
                         v.push(run(&["ip", "link", "add", NODE_DEV, "netns", host, "address", &Self::mac(node_ip(n)),
-                            "mtu", &mtu, "type", "veth", "peer", "name", &dev, "netns", sw, "mtu", &mtu]));
-                        v.extend(self.attach(sw, b, &dev, port));
-                        v.push(self.port_shaper(sw, b, &dev, rate, p));
+                            "mtu", &mtu, "type", "veth", "peer", "name", &node_end, "netns", sw, "mtu", &mtu]));
+                        #[rustfmt::skip]
+                        v.push(run(&["ip", "-n", sw, "link", "add", &dev, "mtu", &mtu, "type", "veth", "peer", "name",
+                            &wire(&dev), "mtu", &mtu]));
+                        // Offloads go off before the wire end's XDP program fixes the pair's features.
                         v.extend(p.host_interface(host, NODE_DEV, node_ip(n)));
                         v.push(shaper(host, NODE_DEV, rate, p.host_burst_ns, HOST_QUEUE_BYTES, p.mtu_bytes));
+                        v.extend(self.attach(sw, b, &dev, port));
+                        v.extend(self.join(sw, &wire(&dev), &node_end));
+                        v.push(self.port_shaper(sw, b, &node_end, rate, p));
                     }
                     Peer::ReadoutHost(r) => {
                         // The bridge's own interface becomes the readout unit's.
@@ -357,6 +395,29 @@ impl OvsFabric {
     /// The flow file of bridge `b`.
     pub fn flows_path(&self, b: Bridge) -> String {
         format!("{}/{b}.flows", self.dir)
+    }
+
+    fn index(&self, b: Bridge) -> usize {
+        self.bridges.iter().position(|&x| x == b).expect("a bridge of this fabric")
+    }
+
+    /// Joins two wire ends: what arrives on one leaves by the other (tc `mirred` redirect), so
+    /// that a link is bridge port — veth — wire end — wire end — veth — bridge port, and its
+    /// queues (tbf) sit on the wire ends. The XDP program on each end takes the frames
+    /// Open vSwitch sends off its socket's account ([`ORPHAN_XDP`]).
+    fn join(&self, sw: &str, a: &str, b: &str) -> Vec<Step> {
+        let obj = format!("{}/orphan.o", self.dir);
+        let mut v = Vec::new();
+        for (from, to) in [(a, b), (b, a)] {
+            v.push(run(&["ip", "-n", sw, "link", "set", from, "up"]));
+            v.push(Step::OffloadsOff { ns: sw.into(), dev: from.into() });
+            v.push(run(&["ip", "-n", sw, "link", "set", "dev", from, "xdp", "obj", &obj, "sec", "xdp"]));
+            v.push(run(&["tc", "-n", sw, "qdisc", "add", "dev", from, "clsact"]));
+            #[rustfmt::skip]
+            v.push(run(&["tc", "-n", sw, "filter", "add", "dev", from, "ingress", "protocol", "all", "u32", "match",
+                "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", to]));
+        }
+        v
     }
 
     /// Adds interface `dev` to bridge `b` as port `port`, up, offloads off.
@@ -435,6 +496,11 @@ impl FabricHosts<'_> {
     }
 }
 
+/// The wire end of a bridge port's interface (`b3p2` → `w3p2`).
+fn wire(dev: &str) -> String {
+    format!("w{}", &dev[1..])
+}
+
 fn run(args: &[&str]) -> Step {
     Step::Run(args.iter().map(|s| s.to_string()).collect())
 }
@@ -474,13 +540,27 @@ mod tests {
             "ovs-vsctl --db=unix:{d}/db.sock add-br ru0 -- set bridge ru0 datapath_type=netdev fail_mode=secure \
              other-config:hwaddr=\"02:01:0a:58:10:01\""
         ));
-        // A spine's port: 100 Mb/s, the spine tier's 512 kB; a readout unit's uplink is its NIC.
-        let spine = f.dev(Bridge::Fabric(Switch::Spine(Plane(0), Spine(0))), 1);
-        has(&format!("tc -n daqnet-t1-sw qdisc replace dev {spine} root tbf rate 100000000bit burst 3076 limit 512000 overhead 24"));
-        let uplink = f.dev(Bridge::Readout(daqnet_core::ReadoutId(0)), 1);
-        assert!(all
-            .iter()
-            .any(|c| c.contains(&format!("dev {uplink} root tbf rate 100000000bit")) && c.contains("limit 4194304")));
+        // A spine's port to leaf 0: 50 Mb/s, the spine tier's 512 kB, queued at the wire end
+        // facing the leaf; a readout unit's uplink is its NIC, with a host's queue.
+        let ports = f.ports();
+        let port = |b: Bridge, peer: &str| ports.iter().find(|p| p.bridge == b && p.peer == peer).unwrap().clone();
+        let spine = port(Bridge::Fabric(Switch::Spine(Plane(0), Spine(0))), "p0-leaf0");
+        let leaf_end = f.dev(Bridge::Fabric(Switch::Leaf(Plane(0), Pod(0))), 4);
+        assert_eq!(spine.dev, f.dev(spine.bridge, 1));
+        assert_eq!(spine.queue_dev, format!("w{}", &leaf_end[1..]));
+        let q = &spine.queue_dev;
+        has(&format!(
+            "tc -n daqnet-t1-sw qdisc replace dev {q} root tbf rate 50000000bit burst 3076 limit 512000 overhead 24"
+        ));
+        let uplink = port(Bridge::Readout(daqnet_core::ReadoutId(0)), "p0-leaf0").queue_dev;
+        let nic = format!("dev {uplink} root tbf rate 50000000bit");
+        assert!(all.iter().any(|c| c.contains(&nic) && c.contains("limit 4194304")), "{nic}");
+        // The wire ends pass frames across and take them off Open vSwitch's socket.
+        let across = format!("w{}", &spine.dev[1..]);
+        has(&format!(
+            "tc -n daqnet-t1-sw filter add dev {q} ingress protocol all u32 match u32 0 0 action mirred egress redirect dev {across}"
+        ));
+        has(&format!("ip -n daqnet-t1-sw link set dev {q} xdp obj {d}/orphan.o sec xdp"));
         has("ip -n daqnet-t1-r0 route replace 10.88.8.1/32 dev ru0 src 10.88.16.1 rto_min 200ms initcwnd 10");
         has("ip -n daqnet-t1-c0 neigh replace 10.88.16.1 lladdr 02:01:0a:58:10:01 dev fab0 nud permanent");
         // The ports exist before rules name them, and every bridge gets its table.
@@ -496,12 +576,20 @@ mod tests {
         let p = plan();
         let TestbedSwitch::Fabric(f) = &p.switch else { panic!("a fabric") };
         let spine = Bridge::Fabric(Switch::Spine(Plane(0), Spine(1)));
-        assert_eq!(f.element_devs(Element::Spine(Plane(0), Spine(1))), [f.dev(spine, 1), f.dev(spine, 2)]);
-        assert_eq!(f.element_devs(Element::LeafUplink(Plane(0), Pod(1), Spine(1))), [f.dev(spine, 2)]);
-        // A plane: every port of its 2 leaves (2 readout units, a rack, 2 spines each) and spines.
-        assert_eq!(f.element_devs(Element::Plane(Plane(1))).len(), 2 * 5 + 2 * 2);
-        let leaf = Bridge::Fabric(Switch::Leaf(Plane(0), Pod(1)));
         // Leaf ports: 2 readout units, 1 rack, then spine 0 and spine 1.
+        let leaf_end = |pod| format!("w{}", &f.dev(Bridge::Fabric(Switch::Leaf(Plane(0), Pod(pod))), 5)[1..]);
+        let mut both = vec![f.dev(spine, 1), f.dev(spine, 2), leaf_end(0), leaf_end(1)];
+        both.sort();
+        assert_eq!(
+            f.element_devs(Element::Spine(Plane(0), Spine(1))),
+            both,
+            "the spine's ports, the leaves' wire ends"
+        );
+        assert_eq!(f.element_devs(Element::LeafUplink(Plane(0), Pod(1), Spine(1))), [f.dev(spine, 2), leaf_end(1)]);
+        // A plane: every link of its 2 leaves (2 readout units, a rack, 2 spines each) and its
+        // 2 spines; a leaf-spine link is down from both sides.
+        assert_eq!(f.element_ports(Element::Plane(Plane(1))).len(), 2 * 5 + 2 * 2);
+        let leaf = Bridge::Fabric(Switch::Leaf(Plane(0), Pod(1)));
         assert_eq!(f.element_of_port(leaf, 5), Some(Element::LeafUplink(Plane(0), Pod(1), Spine(1))));
         assert_eq!(f.element_of_port(Bridge::Readout(daqnet_core::ReadoutId(2)), 2), Some(Element::Plane(Plane(1))));
         assert_eq!(f.element_of_port(leaf, 1), None, "a leaf's port to a readout unit is no fabric element");

@@ -92,7 +92,7 @@ fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow:
             sampler = Some(Sampler::start(sw, ports));
         }
         TestbedSwitch::Fabric(f) => {
-            let ports = f.ports().into_iter().map(|p| (p.dev, format!("{}->{}", p.bridge, p.peer))).collect();
+            let ports = f.ports().into_iter().map(|p| (p.queue_dev, format!("{}->{}", p.bridge, p.peer))).collect();
             sampler = Some(Sampler::start(sw.clone(), ports));
             control = Some((f, FabricControl::start(f, &sw, &opts.faults, Instant::now())?));
         }
@@ -120,8 +120,17 @@ fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow:
     let fabric = match control {
         Some((f, c)) => {
             ovs_drops = port_drops(f)?;
-            let outcome = c.stop()?;
+            let mut outcome = c.stop()?;
             let check = check_spines(f, &outcome)?;
+            // What the failed links' ports could not send is the failure's loss, not a full
+            // buffer's.
+            for (fault, plan) in outcome.faults.iter_mut().zip(&opts.faults) {
+                for (near, far) in f.element_ports(plan.element) {
+                    for port in std::iter::once(near).chain(far) {
+                        fault.frames_lost += ovs_drops.remove(&port).map_or(0, |(_, tx)| tx);
+                    }
+                }
+            }
             daqnet_fabric::report_stats(sc).map(|plan| FabricStats {
                 faults: outcome.faults,
                 spine_check: Some(check),
