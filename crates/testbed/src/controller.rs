@@ -7,7 +7,7 @@
 //! down, and checks afterwards with the spines' flow counters that every collector's data
 //! crossed the spines the plan gave it.
 
-use crate::ovs::OvsFabric;
+use crate::ovs::{BridgePort, OvsFabric};
 use crate::plan::Step;
 use anyhow::{bail, Context};
 use daqnet_core::ids::NodeId;
@@ -334,7 +334,7 @@ pub fn packets_to(dump: &str, ip: &str) -> u64 {
 /// Frames each bridge port dropped, received (`rx`) and sent (`tx`), from `ovs-ofctl dump-ports`
 /// (live counters; the database's copy lags by seconds): Open vSwitch's own losses, which no
 /// qdisc sees — a socket it did not read in time, a send that failed.
-pub fn port_drops(fabric: &OvsFabric) -> anyhow::Result<BTreeMap<(Bridge, u32), (u64, u64)>> {
+pub fn port_drops(fabric: &OvsFabric) -> anyhow::Result<BTreeMap<BridgePort, (u64, u64)>> {
     let mut all = BTreeMap::new();
     for &b in &fabric.bridges {
         let out = Command::new("ovs-ofctl")

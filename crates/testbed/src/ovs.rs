@@ -77,6 +77,9 @@ pub struct Tiered {
     pub rack: u64,
 }
 
+/// A bridge's port: the bridge and its OpenFlow port number.
+pub type BridgePort = (Bridge, u32);
+
 /// One end of a link between two bridges, or a bridge's port to a node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FabricPort {
@@ -179,13 +182,13 @@ impl OvsFabric {
 
     /// The ports of the links `element` takes down: those of the failed switches (or of the
     /// spine, for a leaf uplink), each with the port at the other end of its link.
-    pub fn element_ports(&self, element: Element) -> Vec<((Bridge, u32), Option<(Bridge, u32)>)> {
+    pub fn element_ports(&self, element: Element) -> Vec<(BridgePort, Option<BridgePort>)> {
         let rules = Ports::new(&self.shape);
         let of_switch = |sw: Switch| {
             let b = Bridge::Fabric(sw);
             rules.of(b).into_iter().map(move |(port, _)| (b, port))
         };
-        let failed: Vec<(Bridge, u32)> = match element {
+        let failed: Vec<BridgePort> = match element {
             Element::Plane(p) => self
                 .shape
                 .switches()

@@ -5,7 +5,7 @@
 use crate::controller::{check_spines, port_drops, FabricControl};
 use crate::lifecycle::Owned;
 use crate::netns;
-use crate::ovs::OvsFabric;
+use crate::ovs::{BridgePort, OvsFabric};
 use crate::plan::TestbedPlan;
 use crate::plan::TestbedSwitch;
 use crate::qdisc::QdiscReader;
@@ -164,7 +164,7 @@ fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow:
 /// Adds Open vSwitch's own drops to the fabric's ports: a frame a bridge could not send out of
 /// a port, or that the bridge at the other end could not take in, is lost on that link; frames
 /// a readout unit's bridge could not take from its host count on its first uplink.
-fn add_ovs_drops(f: &OvsFabric, ports: &mut [PortStats], drops: &BTreeMap<(Bridge, u32), (u64, u64)>) {
+fn add_ovs_drops(f: &OvsFabric, ports: &mut [PortStats], drops: &BTreeMap<BridgePort, (u64, u64)>) {
     let rules = Ports::new(&f.shape);
     let mut credited = Vec::new();
     for p in f.ports() {

@@ -112,6 +112,7 @@ pub fn wait_exit(child: &mut std::process::Child, limit: std::time::Duration) ->
 /// that the same test gives alone (95–99 %), a deep-buffer incast round 2 ms slower, and once
 /// three tests fell behind twice in a row that passed alone right after. A slowed run says
 /// nothing about the system under test; three in a row fail the test.
+#[allow(dead_code)] // only the testbed tests measure what needs the machine to keep pace
 pub fn paced<T>(mut run: impl FnMut() -> T, ok: impl Fn(&T) -> bool) -> T {
     for _ in 0..2 {
         let r = run();
