@@ -19,18 +19,22 @@ use std::time::{Duration, Instant};
 
 const SCENARIO: &str = "scenarios/fabric/testbed.toml";
 
-fn deps() {
+/// Whether the test can run (root), with Open vSwitch and clang installed if it can.
+fn ready() -> bool {
+    if !common::root("Open vSwitch bridges in network namespaces") {
+        return false;
+    }
     let root = env!("CARGO_MANIFEST_DIR").to_owned() + "/../..";
     let deps = Command::new("scripts/testbed-deps.sh").current_dir(root).status();
     assert!(deps.is_ok_and(|s| s.success()), "scripts/testbed-deps.sh failed");
+    true
 }
 
 #[test]
 fn the_event_builder_runs_through_open_vswitch_and_survives_a_spine_failure() {
-    if !common::root("Open vSwitch bridges in network namespaces") {
+    if !ready() {
         return;
     }
-    deps();
     let _g = common::serial();
     let out = out_dir("fabric-ovs");
     let d = out.display().to_string();
@@ -88,10 +92,9 @@ fn the_event_builder_runs_through_open_vswitch_and_survives_a_spine_failure() {
 
 #[test]
 fn testbed_down_removes_every_bridge_daemon_and_file_that_up_created() {
-    if !common::root("Open vSwitch bridges in network namespaces") {
+    if !ready() {
         return;
     }
-    deps();
     let _g = common::serial();
     let name = "fabric-updown";
     let dir = format!("/run/daqnet/testbed/{name}.ovs");

@@ -51,10 +51,13 @@ impl PortStatusReader {
     }
 }
 
-/// What the controller thread hears.
-enum Heard {
-    /// Bridge `b` says port `port` is down (or up again).
-    Port(Bridge, u32, bool),
+/// A bridge's port status, as the controller thread hears it.
+struct PortStatus {
+    bridge: Bridge,
+    port: u32,
+    /// `LINK_DOWN`; a port coming back is heard but not acted on (the controller re-plans only
+    /// around failures).
+    down: bool,
 }
 
 /// The controller of a running testbed fabric.
@@ -77,21 +80,22 @@ pub struct Outcome {
 /// Packets each spine sent towards each node, by its rules' counters.
 pub type SpinePackets = BTreeMap<(Plane, Spine, NodeId), u64>;
 
+/// The output of `ovs-ofctl VERB` on bridge `b`.
+fn ofctl(fabric: &OvsFabric, verb: &str, b: Bridge) -> anyhow::Result<String> {
+    let out = Command::new("ovs-ofctl").args([verb, &fabric.target(b)]).output().context("cannot start ovs-ofctl")?;
+    if !out.status.success() {
+        bail!("`ovs-ofctl {verb} {b}` failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 /// The spines' counters now.
 pub fn spine_packets(fabric: &OvsFabric) -> anyhow::Result<SpinePackets> {
     let shape = &fabric.shape;
     let mut m = BTreeMap::new();
     for plane in shape.all_planes() {
         for spine in shape.all_spines() {
-            let b = Bridge::Fabric(Switch::Spine(plane, spine));
-            let out = Command::new("ovs-ofctl")
-                .args(["dump-flows", &fabric.target(b)])
-                .output()
-                .context("cannot start ovs-ofctl")?;
-            if !out.status.success() {
-                bail!("`ovs-ofctl dump-flows {b}` failed: {}", String::from_utf8_lossy(&out.stderr).trim());
-            }
-            let text = String::from_utf8_lossy(&out.stdout);
+            let text = ofctl(fabric, "dump-flows", Bridge::Fabric(Switch::Spine(plane, spine)))?;
             for n in (0..shape.nodes()).map(NodeId) {
                 m.insert((plane, spine, n), packets_to(&text, &node_ip(n).to_string()));
             }
@@ -139,7 +143,7 @@ impl FabricControl {
 /// `ovs-ofctl monitor` on bridge `b`, its port status messages sent to `tx`. A nonzero
 /// miss-len asks Open vSwitch for asynchronous messages (port status among them), which it does
 /// not send a monitor otherwise; `stdbuf -oL` makes each message arrive as it is printed.
-fn monitor(fabric: &OvsFabric, b: Bridge, tx: Sender<Heard>) -> anyhow::Result<Child> {
+fn monitor(fabric: &OvsFabric, b: Bridge, tx: Sender<PortStatus>) -> anyhow::Result<Child> {
     let ctl = format!("--unixctl={}/monitor-{b}.ctl", fabric.dir);
     let mut cmd = Command::new("stdbuf");
     cmd.args(["-oL", "-eL", "ovs-ofctl", &ctl, "monitor", &fabric.target(b), "64"]);
@@ -162,7 +166,7 @@ fn monitor(fabric: &OvsFabric, b: Bridge, tx: Sender<Heard>) -> anyhow::Result<C
             for line in std::io::BufReader::new(stream).lines() {
                 let Ok(line) = line else { break };
                 if let Some((port, down)) = reader.feed(&line) {
-                    if tx.send(Heard::Port(b, port, down)).is_err() {
+                    if tx.send(PortStatus { bridge: b, port, down }).is_err() {
                         break;
                     }
                 }
@@ -183,7 +187,7 @@ fn control(
     sw: &str,
     plans: &[FaultPlan],
     t0: Instant,
-    rx: &Receiver<Heard>,
+    rx: &Receiver<PortStatus>,
     stop: &AtomicBool,
 ) -> anyhow::Result<Outcome> {
     let mut controller = Controller::with_placement(&fabric.shape, fabric.placement.clone(), fabric.reaction_ns);
@@ -192,7 +196,7 @@ fn control(
     let mut injected = vec![false; plans.len()];
     let mut placements = vec![fabric.placement.clone()];
     let mut snapshots = Vec::new();
-    // The port events never end while links are down: a bound on the loop's turns is its time.
+    // Until the run ends; no wait is longer than 20 ms.
     while !stop.load(Ordering::Relaxed) {
         let now = since(t0);
         for (i, p) in plans.iter().enumerate() {
@@ -238,8 +242,8 @@ fn control(
             .map_or(Duration::from_millis(20), |t| Duration::from_nanos(t.saturating_sub(since(t0))))
             .min(Duration::from_millis(20));
         match rx.recv_timeout(next) {
-            Ok(Heard::Port(b, port, true)) => {
-                let Some(element) = fabric.element_of_port(b, port) else { continue };
+            Ok(PortStatus { bridge, port, down: true }) => {
+                let Some(element) = fabric.element_of_port(bridge, port) else { continue };
                 if controller.failures().0.contains(&element) {
                     continue;
                 }
@@ -252,7 +256,7 @@ fn control(
                     }
                 }
             }
-            Ok(Heard::Port(..)) | Err(RecvTimeoutError::Timeout) => {}
+            Ok(PortStatus { down: false, .. }) | Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => std::thread::sleep(next),
         }
     }
@@ -331,20 +335,16 @@ pub fn packets_to(dump: &str, ip: &str) -> u64 {
         .sum()
 }
 
+/// (rx, tx) frames dropped by each bridge port.
+pub type PortDrops = BTreeMap<BridgePort, (u64, u64)>;
+
 /// Frames each bridge port dropped, received (`rx`) and sent (`tx`), from `ovs-ofctl dump-ports`
 /// (live counters; the database's copy lags by seconds): Open vSwitch's own losses, which no
 /// qdisc sees — a socket it did not read in time, a send that failed.
-pub fn port_drops(fabric: &OvsFabric) -> anyhow::Result<BTreeMap<BridgePort, (u64, u64)>> {
+pub fn port_drops(fabric: &OvsFabric) -> anyhow::Result<PortDrops> {
     let mut all = BTreeMap::new();
     for &b in &fabric.bridges {
-        let out = Command::new("ovs-ofctl")
-            .args(["dump-ports", &fabric.target(b)])
-            .output()
-            .context("cannot start ovs-ofctl")?;
-        if !out.status.success() {
-            bail!("`ovs-ofctl dump-ports {b}` failed: {}", String::from_utf8_lossy(&out.stderr).trim());
-        }
-        for (port, drops) in read_port_drops(&String::from_utf8_lossy(&out.stdout)) {
+        for (port, drops) in read_port_drops(&ofctl(fabric, "dump-ports", b)?) {
             all.insert((b, port), drops);
         }
     }

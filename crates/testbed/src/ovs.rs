@@ -3,13 +3,14 @@
 //! ([LOSSLESS] §V-C: every host of the prototype ran Open vSwitch) — is a bridge of one
 //! `ovs-vswitchd` with the userspace datapath (`datapath_type=netdev`: this machine has no
 //! Open vSwitch kernel module), running with its `ovsdb-server` inside the testbed's switch
-//! namespace. Bridges are joined by veth pairs whose ports carry the numbers the planner's rules
-//! name (`ofport_request`), and both ends of every link are shaped to its tier's rate with tbf,
-//! the switch end holding the tier's buffer, as the single-switch testbed shapes its bridge.
-//! Nodes hang off their rack's bridge by a veth `fab0`; a readout unit's host interface is its
-//! bridge's own port (`LOCAL`), moved into the readout unit's namespace. Hosts have /32
-//! addresses and static neighbours: no ARP, no flooding, `fail_mode=secure` — only the planned
-//! rules forward anything.
+//! namespace. Each link between two bridges is port — veth — wire end — wire end — veth —
+//! port: the ports carry the numbers the planner's rules name (`ofport_request`), the wire ends
+//! pass frames across (tc `mirred`) and hold each direction's queue (tbf at the tier's rate,
+//! with the sending tier's buffer), and an XDP program on them takes every frame off
+//! `ovs-vswitchd`'s socket (`ORPHAN_XDP` says why). Nodes hang off their rack's bridge by a
+//! veth `fab0`; a readout unit's host interface is its bridge's own port (`LOCAL`), moved into
+//! the readout unit's namespace. Hosts have /32 addresses and static neighbours: no ARP, no
+//! flooding, `fail_mode=secure` — only the planned rules forward anything.
 //!
 //! The supervisor's messages do not cross the fabric (the plan's rules carry event data,
 //! requests and acknowledgements): every host keeps its `eth0` on the testbed's Linux bridge as
@@ -21,7 +22,7 @@
 
 use crate::plan::{shaper, Step, HOST_QUEUE_BYTES, SWITCH_BURST_NS};
 use daqnet_core::ids::{NodeId, ReadoutId};
-use daqnet_core::scenario::{Assignment, BufferConfig, SwitchKind};
+use daqnet_core::scenario::{BufferConfig, SwitchKind};
 use daqnet_core::{Nanos, Scenario};
 use daqnet_fabric::assign::{place, Placement};
 use daqnet_fabric::links::Links;
@@ -40,7 +41,11 @@ pub fn run_dir(id: &str) -> PathBuf {
 /// The database schema Debian's `openvswitch-switch` installs.
 const SCHEMA: &str = "/usr/share/openvswitch/vswitch.ovsschema";
 
-/// The XDP program of the wire ends.
+/// The XDP program of the wire ends (`bpf/orphan.bpf.c`): it passes every frame, and so makes
+/// the kernel copy each one Open vSwitch sends into a buffer no socket owns. Otherwise a queued
+/// frame stays charged to the one packet socket through which `ovs-vswitchd` sends to every
+/// port (212,992 bytes, read-only in a namespace), and a send beyond it is dropped uncounted:
+/// one 50 Mb/s flow lost 7 of 32,777 frames at a port whose queue never filled.
 const ORPHAN_XDP: &str = include_str!("../bpf/orphan.bpf.c");
 
 /// A node's fabric interface.
@@ -51,8 +56,6 @@ pub const NODE_DEV: &str = "fab0";
 pub struct OvsFabric {
     /// Sizes, reach and rates.
     pub shape: Shape,
-    /// How the controller places flows.
-    pub assignment: Assignment,
     /// How long the controller gathers port events before it re-plans, in ns.
     pub reaction_ns: Nanos,
     /// Output buffer of every leaf, spine and rack port, in bytes (frames as the kernel counts
@@ -96,6 +99,13 @@ pub struct FabricPort {
     pub peer: String,
 }
 
+impl FabricPort {
+    /// Its name in the report: `p0-spine1->p0-leaf0`, `rack0->c1`.
+    pub fn name(&self) -> String {
+        format!("{}->{}", self.bridge, self.peer)
+    }
+}
+
 impl OvsFabric {
     /// The fabric of `sc` (a valid `parallel_leaf_spine` scenario) for testbed `id`, or the
     /// (field, problem) list of what the testbed cannot build.
@@ -137,7 +147,6 @@ impl OvsFabric {
         Ok(OvsFabric {
             placement,
             shape,
-            assignment: f.assignment,
             reaction_ns: f.reaction_ns,
             port_bytes,
             dir: run_dir(id).display().to_string(),

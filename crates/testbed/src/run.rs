@@ -2,12 +2,11 @@
 //! namespaces, sample the switch queues while it runs, and add the kernel's counters to the
 //! run report.
 
-use crate::controller::{check_spines, port_drops, FabricControl};
+use crate::controller::{check_spines, port_drops, FabricControl, PortDrops};
 use crate::lifecycle::Owned;
 use crate::netns;
-use crate::ovs::{BridgePort, OvsFabric};
-use crate::plan::TestbedPlan;
-use crate::plan::TestbedSwitch;
+use crate::ovs::OvsFabric;
+use crate::plan::{TestbedPlan, TestbedSwitch};
 use crate::qdisc::QdiscReader;
 use crate::static_cc;
 use anyhow::Context;
@@ -92,7 +91,7 @@ fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow:
             sampler = Some(Sampler::start(sw, ports));
         }
         TestbedSwitch::Fabric(f) => {
-            let ports = f.ports().into_iter().map(|p| (p.queue_dev, format!("{}->{}", p.bridge, p.peer))).collect();
+            let ports = f.ports().into_iter().map(|p| (p.queue_dev.clone(), p.name())).collect();
             sampler = Some(Sampler::start(sw.clone(), ports));
             control = Some((f, FabricControl::start(f, &sw, &opts.faults, Instant::now())?));
         }
@@ -116,28 +115,9 @@ fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow:
         (None, Some(d)) => d.stop(),
         (None, None) => unreachable!("one of them runs"),
     };
-    let mut ovs_drops = BTreeMap::new();
-    let fabric = match control {
-        Some((f, c)) => {
-            ovs_drops = port_drops(f)?;
-            let mut outcome = c.stop()?;
-            let check = check_spines(f, &outcome)?;
-            // What the failed links' ports could not send is the failure's loss, not a full
-            // buffer's.
-            for (fault, plan) in outcome.faults.iter_mut().zip(&opts.faults) {
-                for (near, far) in f.element_ports(plan.element) {
-                    for port in std::iter::once(near).chain(far) {
-                        fault.frames_lost += ovs_drops.remove(&port).map_or(0, |(_, tx)| tx);
-                    }
-                }
-            }
-            daqnet_fabric::report_stats(sc).map(|plan| FabricStats {
-                faults: outcome.faults,
-                spine_check: Some(check),
-                ..plan
-            })
-        }
-        None => None,
+    let (fabric, ovs_drops) = match control {
+        Some((f, c)) => fabric_outcome(sc, f, c, &opts.faults)?,
+        None => (None, BTreeMap::new()),
     };
     let launched = launched?;
     let (exit_code, path, mut report) = (launched.code, launched.path, launched.report);
@@ -161,10 +141,37 @@ fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow:
     Ok(TestbedRun { exit_code, report, build_s: testbed.build_s })
 }
 
+/// Stops the fabric's controller and gathers what it did: the faults, with the frames their
+/// links could not send (the failure's loss, not a full buffer's), the counter check, and Open
+/// vSwitch's other drops by port.
+fn fabric_outcome(
+    sc: &Scenario,
+    f: &OvsFabric,
+    control: FabricControl,
+    plans: &[FaultPlan],
+) -> anyhow::Result<(Option<FabricStats>, PortDrops)> {
+    let mut drops = port_drops(f)?;
+    let mut outcome = control.stop()?;
+    let check = check_spines(f, &outcome)?;
+    for (fault, plan) in outcome.faults.iter_mut().zip(plans) {
+        for (near, far) in f.element_ports(plan.element) {
+            for port in std::iter::once(near).chain(far) {
+                fault.frames_lost += drops.remove(&port).map_or(0, |(_, tx)| tx);
+            }
+        }
+    }
+    let stats = daqnet_fabric::report_stats(sc).map(|plan| FabricStats {
+        faults: outcome.faults,
+        spine_check: Some(check),
+        ..plan
+    });
+    Ok((stats, drops))
+}
+
 /// Adds Open vSwitch's own drops to the fabric's ports: a frame a bridge could not send out of
 /// a port, or that the bridge at the other end could not take in, is lost on that link; frames
 /// a readout unit's bridge could not take from its host count on its first uplink.
-fn add_ovs_drops(f: &OvsFabric, ports: &mut [PortStats], drops: &BTreeMap<BridgePort, (u64, u64)>) {
+fn add_ovs_drops(f: &OvsFabric, ports: &mut [PortStats], drops: &PortDrops) {
     let rules = Ports::new(&f.shape);
     let mut credited = Vec::new();
     for p in f.ports() {
@@ -180,7 +187,7 @@ fn add_ovs_drops(f: &OvsFabric, ports: &mut [PortStats], drops: &BTreeMap<Bridge
             }
             _ => 0,
         };
-        if let Some(s) = ports.iter_mut().find(|s| s.name == format!("{}->{}", p.bridge, p.peer)) {
+        if let Some(s) = ports.iter_mut().find(|s| s.name == p.name()) {
             s.drops += tx + rx + host;
         }
     }
