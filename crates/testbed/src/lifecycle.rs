@@ -40,7 +40,11 @@ fn read_state(id: &str) -> Option<State> {
 /// Whether process `pid` is a live daqnet process (a testbed's owner).
 pub fn alive(pid: u32) -> bool {
     // A pid is reused only after its process is gone; a live daqnet process with it is the owner.
-    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.contains("daqnet"))
+    // A killed owner whose parent has not reaped it yet is a zombie (state `Z` after the
+    // command's closing parenthesis in /proc/PID/stat): dead, though its name is still there.
+    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| s.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')));
+    !zombie && std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.contains("daqnet"))
 }
 
 /// Fails unless this process can build testbeds: root, and `ip`/`tc` (iproute2) installed.
@@ -229,5 +233,36 @@ impl Drop for Owned {
         if let Err(e) = down(&self.plan.id) {
             eprintln!("warning: testbed {}: {e:#}", self.plan.id);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `testbed list` called a run killed with SIGKILL "running" while its parent had not yet
+    /// reaped it. A killed, unreaped process is not alive, whatever its name.
+    #[test]
+    fn a_killed_owner_that_is_not_yet_reaped_is_dead() {
+        // A process named like daqnet: `sleep` started through a link whose name says daqnet.
+        let dir = std::env::temp_dir().join(format!("daqnet-alive-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let exe = dir.join("daqnet-owner");
+        let _ = std::fs::remove_file(&exe);
+        std::os::unix::fs::symlink("/bin/sleep", &exe).unwrap();
+        let mut child = Command::new(&exe).arg("30").spawn().unwrap();
+        let pid = child.id();
+        let zombie = |pid: u32| std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap().contains(") Z");
+        assert!(alive(pid), "a running daqnet process is alive");
+        child.kill().unwrap();
+        let t0 = Instant::now();
+        while !zombie(pid) {
+            assert!(t0.elapsed() < std::time::Duration::from_secs(5), "the child never became a zombie");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(!alive(pid), "killed and not yet reaped: dead");
+        child.wait().unwrap();
+        assert!(!alive(pid), "reaped: gone");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
