@@ -303,14 +303,12 @@ fn covers(failed: Element, seen: Element) -> bool {
 /// spine some placement gave a flow to that node, and every spine the first placement used
 /// must have carried some.
 pub fn check_spines(fabric: &OvsFabric, outcome: &Outcome) -> anyhow::Result<SpineCheck> {
-    let mut planned: BTreeSet<(Plane, Spine, NodeId)> = BTreeSet::new();
-    for (_, n, route) in outcome.placements.iter().flat_map(|p| p.flows()) {
-        if let Some(s) = route.spine {
-            planned.insert((route.plane, s, n));
-        }
-    }
-    let first: BTreeSet<(Plane, Spine, NodeId)> =
-        outcome.placements[0].flows().filter_map(|(_, n, route)| Some((route.plane, route.spine?, n))).collect();
+    // (plane, spine, node) of every flow that crosses a spine.
+    let crossing = |p: &Placement| -> Vec<(Plane, Spine, NodeId)> {
+        p.flows().filter_map(|(_, n, route)| Some((route.plane, route.spine?, n))).collect()
+    };
+    let planned: BTreeSet<_> = outcome.placements.iter().flat_map(crossing).collect();
+    let first: BTreeSet<_> = crossing(&outcome.placements[0]).into_iter().collect();
     let now = spine_packets(fabric)?;
     let mut check = SpineCheck { spines: (fabric.shape.planes * fabric.shape.spines) as u64, ..Default::default() };
     for (&key @ (plane, spine, n), &packets) in &now {

@@ -180,7 +180,7 @@ impl OvsFabric {
                 let dev = self.dev(b, port);
                 let (peer, queue_dev) = match peer {
                     Peer::Bridge(other, oport) => (other.to_string(), wire(&self.dev(other, oport))),
-                    Peer::Node(n) => (format!("c{}", n.0), format!("n{}", &dev[1..])),
+                    Peer::Node(n) => (format!("c{}", n.0), node_end(&dev)),
                     Peer::ReadoutHost(_) | Peer::Ring(_) => continue,
                 };
                 v.push(FabricPort { bridge: b, port, dev, queue_dev, peer });
@@ -263,8 +263,7 @@ impl OvsFabric {
     /// The MAC address of a host's fabric interface (`02:01:` and its address), distinct from its
     /// control interface's.
     pub fn mac(ip: Ipv4Addr) -> String {
-        let o = ip.octets();
-        format!("02:01:{:02x}:{:02x}:{:02x}:{:02x}", o[0], o[1], o[2], o[3])
+        crate::plan::mac(1, ip)
     }
 
     fn tier_bytes(&self, b: Bridge) -> u64 {
@@ -290,9 +289,8 @@ impl OvsFabric {
         }
     }
 
-    /// The steps that build the fabric, after the namespaces and the control network exist.
-    /// `sw` is the switch namespace, `ns` a host's namespace, `route` the route options every
-    /// host's data routes carry (minimum RTO, initial window, quick ACKs).
+    /// The steps that build the fabric, after the namespaces and the control network exist, in
+    /// the namespaces and with the host settings of `p`.
     pub fn steps(&self, p: &FabricHosts) -> Vec<Step> {
         let d = &self.dir;
         let sw = p.sw;
@@ -354,7 +352,7 @@ impl OvsFabric {
                     }
                     Peer::Node(n) => {
                         let host = p.node(n);
-                        let node_end = format!("n{}", &dev[1..]);
+                        let node_end = node_end(&dev);
                         #[rustfmt::skip]
                         v.push(run(&["ip", "link", "add", NODE_DEV, "netns", host, "address", &Self::mac(node_ip(n)),
                             "mtu", &mtu, "type", "veth", "peer", "name", &node_end, "netns", sw, "mtu", &mtu]));
@@ -511,6 +509,12 @@ impl FabricHosts<'_> {
 /// The wire end of a bridge port's interface (`b3p2` → `w3p2`).
 fn wire(dev: &str) -> String {
     format!("w{}", &dev[1..])
+}
+
+/// The node's end of a rack port's link, in the switch namespace (`b3p2` → `n3p2`): the peer of
+/// the node's `fab0`.
+fn node_end(dev: &str) -> String {
+    format!("n{}", &dev[1..])
 }
 
 fn run(args: &[&str]) -> Step {

@@ -101,9 +101,16 @@ impl Host {
     /// Its MAC address, derived from its IP (`02:00:` and the four address bytes), so that the
     /// daqring switch's forwarding table and the hosts' static neighbour entries agree.
     pub fn mac(&self) -> String {
-        let o = self.ip.octets();
-        format!("02:00:{:02x}:{:02x}:{:02x}:{:02x}", o[0], o[1], o[2], o[3])
+        mac(0, self.ip)
     }
+}
+
+/// A locally administered MAC address `02:<net>:` and the four bytes of `ip`: a host's address
+/// on network `net` (0: its link to the switch, or the control network beside a fabric; 1: its
+/// fabric interface).
+pub(crate) fn mac(net: u8, ip: Ipv4Addr) -> String {
+    let o = ip.octets();
+    format!("02:{net:02x}:{:02x}:{:02x}:{:02x}:{:02x}", o[0], o[1], o[2], o[3])
 }
 
 /// A testbed: names, addresses, links and the TCP settings every host gets.
