@@ -591,6 +591,11 @@ impl EventRecord {
         csv
     }
 
+    /// Data-collection latency in ms (first request → last fragment).
+    pub fn latency_ms(&self) -> f64 {
+        (self.done_ns - self.start_ns) as f64 / NS_PER_MS as f64
+    }
+
     /// One CSV line (no newline).
     pub fn csv_row(&self) -> String {
         format!(
@@ -601,7 +606,7 @@ impl EventRecord {
             self.assigned_ns,
             self.start_ns,
             self.done_ns,
-            (self.done_ns - self.start_ns) as f64 / NS_PER_MS as f64,
+            self.latency_ms(),
             self.bytes,
             self.measured
         )

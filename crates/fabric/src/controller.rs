@@ -21,6 +21,35 @@ pub struct FaultPlan {
     pub at_ns: Nanos,
 }
 
+impl std::str::FromStr for FaultPlan {
+    type Err = String;
+
+    /// `ELEMENT@TIME`: `plane1@50ms`, `p0-spine1@20ms`, `p0-leaf2:spine1@1.5s`.
+    fn from_str(s: &str) -> Result<FaultPlan, String> {
+        let (e, t) = s.split_once('@').ok_or_else(|| format!("`{s}`: expected ELEMENT@TIME, e.g. p0-spine1@20ms"))?;
+        let element = e.trim().parse()?;
+        let t = humantime::parse_duration(t.trim()).map_err(|e| format!("`{t}`: {e}; e.g. 20ms or 1.5s"))?;
+        Ok(FaultPlan { element, at_ns: t.as_nanos() as u64 })
+    }
+}
+
+impl FaultPlan {
+    /// Checks that `faults` can happen in `scenario`: the event builder of a parallel
+    /// leaf-spine, and every element one of its fabric's.
+    pub fn check_all(scenario: &daqnet_core::Scenario, faults: &[FaultPlan]) -> Result<(), String> {
+        if faults.is_empty() {
+            return Ok(());
+        }
+        let shape =
+            crate::shape::Shape::of(scenario).map_err(|e| format!("a fault takes down a fabric element, but {e}"))?;
+        Failures(faults.iter().map(|f| f.element).collect()).check(&shape).map_err(|e| e.to_string())?;
+        if scenario.farm.is_some() || scenario.pipe.is_some() {
+            return Err("fabric faults work on the event builder of [system], not on a [farm] or [pipe]".into());
+        }
+        Ok(())
+    }
+}
+
 /// The controller of one fabric.
 #[derive(Debug, Clone)]
 pub struct Controller {

@@ -15,7 +15,7 @@ fn incast(sets: &[&str]) -> SimOutput {
 }
 
 fn rounds_ms(out: &SimOutput) -> Vec<f64> {
-    out.events.iter().filter(|e| e.measured).map(|e| (e.done_ns - e.start_ns) as f64 / 1e6).collect()
+    out.events.iter().filter(|e| e.measured).map(|e| e.latency_ms()).collect()
 }
 
 fn check_counts(r: &RunReport) {

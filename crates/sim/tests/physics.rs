@@ -47,8 +47,7 @@ fn run(s: &Scenario, drops: Vec<DropRule>) -> SimOutput {
 }
 
 fn latency_ms(out: &SimOutput, event: usize) -> f64 {
-    let e = &out.events[event];
-    (e.done_ns - e.start_ns) as f64 / 1e6
+    out.events[event].latency_ms()
 }
 
 #[test]

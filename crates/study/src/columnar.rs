@@ -8,7 +8,6 @@ use anyhow::Context;
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, RecordBatch, StringArray, UInt64Array};
 use arrow_schema::{DataType, Field, Schema};
 use daqnet_core::report::{EventRecord, RunReport};
-use daqnet_core::NS_PER_MS;
 use parquet::arrow::ArrowWriter;
 use std::collections::HashMap;
 use std::path::Path;
@@ -25,7 +24,12 @@ pub fn identifier(name: &str) -> String {
 /// Writes `batch` to `path`.
 fn write(path: &Path, batch: RecordBatch) -> anyhow::Result<()> {
     let file = std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
-    let mut w = ArrowWriter::try_new(file, batch.schema(), None)?;
+    encode(file, batch)
+}
+
+/// Writes `batch` as a Parquet file into `to`.
+fn encode(to: impl std::io::Write + Send, batch: RecordBatch) -> anyhow::Result<()> {
+    let mut w = ArrowWriter::try_new(to, batch.schema(), None)?;
     w.write(&batch)?;
     w.close()?;
     Ok(())
@@ -47,15 +51,20 @@ fn column(cells: &[&str], as_int: bool) -> (DataType, ArrayRef) {
     }
 }
 
-/// `table.parquet` from a table's `header` and text `rows`: `point`, `repeat` and `seed` as
-/// integers, every other column as numbers where all its cells are numbers — an empty cell (a
-/// path this row's series does not sweep) is null — else as text.
-pub fn write_table(path: &Path, header: &[String], rows: &[Vec<String>]) -> anyhow::Result<()> {
+/// `table.parquet` from a table's `header` and text `rows`: the columns `counts` names as
+/// unsigned integers, every other column as numbers where all its cells are numbers — an
+/// empty cell (a path this row's series does not sweep) is null — else as text.
+pub fn write_table(
+    path: &Path,
+    header: &[String],
+    rows: &[Vec<String>],
+    counts: &dyn Fn(&str) -> bool,
+) -> anyhow::Result<()> {
     let mut fields = Vec::new();
     let mut arrays = Vec::new();
     for (i, name) in header.iter().enumerate() {
         let cells: Vec<&str> = rows.iter().map(|r| r[i].as_str()).collect();
-        let (ty, array) = column(&cells, matches!(name.as_str(), "point" | "repeat" | "seed"));
+        let (ty, array) = column(&cells, counts(name));
         let meta = HashMap::from([(PATH_KEY.to_string(), name.clone())]);
         fields.push(Field::new(identifier(name), ty, true).with_metadata(meta));
         arrays.push(array);
@@ -65,8 +74,19 @@ pub fn write_table(path: &Path, header: &[String], rows: &[Vec<String>]) -> anyh
 
 /// `events.parquet`: the columns of `events.csv`, typed.
 pub fn write_events(path: &Path, records: &[EventRecord]) -> anyhow::Result<()> {
+    write(path, events_batch(records)?)
+}
+
+/// The bytes of the `events.parquet` of `records` (for readers in memory, such as Python's).
+pub fn events_parquet(records: &[EventRecord]) -> anyhow::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    encode(&mut bytes, events_batch(records)?)?;
+    Ok(bytes)
+}
+
+fn events_batch(records: &[EventRecord]) -> anyhow::Result<RecordBatch> {
     let u = |f: fn(&EventRecord) -> u64| Arc::new(UInt64Array::from_iter_values(records.iter().map(f))) as ArrayRef;
-    let latency = records.iter().map(|r| (r.done_ns - r.start_ns) as f64 / NS_PER_MS as f64);
+    let latency = records.iter().map(EventRecord::latency_ms);
     let columns: Vec<(&str, DataType, ArrayRef)> = vec![
         ("event", DataType::UInt64, u(|r| r.event)),
         ("pu", DataType::UInt64, u(|r| r.pu as u64)),
@@ -79,7 +99,7 @@ pub fn write_events(path: &Path, records: &[EventRecord]) -> anyhow::Result<()> 
         ("measured", DataType::Boolean, Arc::new(records.iter().map(|r| Some(r.measured)).collect::<BooleanArray>())),
     ];
     let schema = Schema::new(columns.iter().map(|(n, t, _)| Field::new(*n, t.clone(), false)).collect::<Vec<_>>());
-    write(path, RecordBatch::try_new(Arc::new(schema), columns.into_iter().map(|c| c.2).collect())?)
+    Ok(RecordBatch::try_new(Arc::new(schema), columns.into_iter().map(|c| c.2).collect())?)
 }
 
 /// The latency histogram of `report` as rows: (lowest, highest latency of the bucket in ms,
@@ -167,12 +187,12 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("table.parquet");
         let header: Vec<String> =
-            ["point", "series", "system.credits_per_node", "goodput_bps"].map(String::from).to_vec();
+            ["point", "series", "system.credits_per_node", "goodput_bps", "drops"].map(String::from).to_vec();
         let rows = vec![
-            vec!["0".into(), "a".into(), "40".into(), "1.5e9".into()],
-            vec!["1".into(), "a".into(), "".into(), "2e9".into()],
+            vec!["0".into(), "a".into(), "40".into(), "1.5e9".into(), "0".into()],
+            vec!["1".into(), "a".into(), "".into(), "2e9".into(), "7".into()],
         ];
-        write_table(&path, &header, &rows).unwrap();
+        write_table(&path, &header, &rows, &|c| matches!(c, "point" | "drops")).unwrap();
         let reader = SerializedFileReader::new(std::fs::File::open(&path).unwrap()).unwrap();
         assert_eq!(reader.metadata().file_metadata().num_rows(), 2);
         let schema = parquet::arrow::parquet_to_arrow_schema(
@@ -188,7 +208,8 @@ mod tests {
                 ("point".into(), DataType::UInt64),
                 ("series".into(), DataType::Utf8),
                 ("system_credits_per_node".into(), DataType::Float64),
-                ("goodput_bps".into(), DataType::Float64)
+                ("goodput_bps".into(), DataType::Float64),
+                ("drops".into(), DataType::UInt64)
             ]
         );
         assert_eq!(schema.field(2).metadata().get(PATH_KEY).map(String::as_str), Some("system.credits_per_node"));

@@ -12,3 +12,4 @@ pub mod study;
 pub mod sweep;
 pub mod table;
 pub mod vary;
+pub mod verdict;

@@ -36,6 +36,27 @@ const SUMMARY: &[Column] = &[
     ("peak_port_bytes", |r| r.switch.ports.iter().map(|p| p.peak_bytes).max().unwrap_or(0) as f64),
 ];
 
+/// The columns that count things (events, segments, bytes, points): integers in
+/// `table.parquet`.
+const COUNTS: &[&str] = &[
+    "point",
+    "repeat",
+    "seed",
+    "events_built",
+    "not_built_timed_out",
+    "not_built_lost",
+    "not_built_abandoned",
+    "retransmits",
+    "timeouts",
+    "fast_recoveries",
+    "loss_probes",
+    "drops",
+    "peak_port_bytes",
+    "waited_for_token",
+    "peak_event_queue",
+    "peak_token_queue",
+];
+
 /// Columns of a sub-farm's sweep (reports with a `farm` section), after the summary.
 const FARM: &[Column] = &[
     ("worker_idle_fraction", |r| r.farm.as_ref().map_or(0.0, |f| f.idle_fraction)),
@@ -96,7 +117,7 @@ pub fn write(out: &Path, axes: &[String], points: usize) -> anyhow::Result<(Path
         w.write_record(r)?;
     }
     w.flush()?;
-    crate::columnar::write_table(&out.join("table.parquet"), &header, &rows)?;
+    crate::columnar::write_table(&out.join("table.parquet"), &header, &rows, &|c| COUNTS.contains(&c))?;
     Ok((path, finished.len()))
 }
 

@@ -36,15 +36,8 @@ pub struct SimArgs {
     /// `plane1@50ms`, `p0-spine1@20ms` (plane 0's spine 1), `p0-leaf2:spine1@1s` (a leaf's link
     /// to a spine). The fabric controller re-plans `network.fabric.reaction_ns` later; the
     /// report's `fabric.faults` says what each failure cost.
-    #[arg(long, value_name = "ELEMENT@TIME", value_parser = parse_fault)]
+    #[arg(long, value_name = "ELEMENT@TIME", value_parser = clap::value_parser!(FaultPlan))]
     pub fail: Vec<FaultPlan>,
-}
-
-pub fn parse_fault(s: &str) -> Result<FaultPlan, String> {
-    let (e, t) = s.split_once('@').ok_or_else(|| format!("`{s}`: expected ELEMENT@TIME, e.g. p0-spine1@20ms"))?;
-    let element = e.trim().parse()?;
-    let t = humantime::parse_duration(t.trim()).map_err(|e| format!("`{t}`: {e}; e.g. 20ms or 1.5s"))?;
-    Ok(FaultPlan { element, at_ns: t.as_nanos() as u64 })
 }
 
 /// The scenario, with `--fail` checked against its fabric.
@@ -56,17 +49,7 @@ pub fn check(a: &SimArgs) -> anyhow::Result<Scenario> {
 
 /// Checks that every `--fail` names an element of the scenario's fabric.
 pub fn check_faults(scenario: &Scenario, faults: &[FaultPlan]) -> anyhow::Result<()> {
-    if faults.is_empty() {
-        return Ok(());
-    }
-    let shape = daqnet_fabric::shape::Shape::of(scenario)
-        .map_err(|e| anyhow::anyhow!("--fail takes down a fabric element, but {e}"))?;
-    daqnet_fabric::Failures(faults.iter().map(|f| f.element).collect()).check(&shape)?;
-    anyhow::ensure!(
-        scenario.farm.is_none() && scenario.pipe.is_none(),
-        "--fail works on the event builder of [system]"
-    );
-    Ok(())
+    FaultPlan::check_all(scenario, faults).map_err(|e| anyhow::anyhow!("--fail: {e}"))
 }
 
 /// Runs the verb.
@@ -102,8 +85,10 @@ pub fn run(a: SimArgs) -> anyhow::Result<ExitCode> {
         daqnet_study::columnar::write_events(&a.out.join("events.parquet"), &out.events)?;
     }
     if !a.quiet {
-        let verdict: String =
-            super::verdict(&out.report, &scenario, &a.scenario.origin()).iter().map(|l| format!("{l}\n")).collect();
+        let verdict: String = daqnet_study::verdict::verdict(&out.report, &scenario, &a.scenario.origin())
+            .iter()
+            .map(|l| format!("{l}\n"))
+            .collect();
         super::print_lines(&format!(
             "{}  {:<26} {}\n{verdict}",
             out.report.summary_table(),

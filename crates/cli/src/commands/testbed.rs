@@ -86,7 +86,7 @@ struct RunArgs {
     /// time from the start of the roles: `p0-spine1@2s`, `plane1@1.5s`, `p0-leaf1:spine0@3s`.
     /// Its links go down; the controller learns of it from the bridges' port status, re-plans
     /// and replaces the rules; the report's `fabric.faults` has the times.
-    #[arg(long, value_name = "ELEMENT@TIME", value_parser = super::sim::parse_fault)]
+    #[arg(long, value_name = "ELEMENT@TIME", value_parser = clap::value_parser!(daqnet_sim::FaultPlan))]
     fail: Vec<daqnet_fabric::controller::FaultPlan>,
 }
 
@@ -218,7 +218,7 @@ pub fn run(a: TestbedArgs) -> anyhow::Result<ExitCode> {
             super::run::parquet_outputs(&r.out, &done.report, r.per_event)?;
             if !r.quiet {
                 print!("{}", done.report.summary_table());
-                for l in super::verdict(&done.report, &sc, &r.scenario.origin()) {
+                for l in daqnet_study::verdict::verdict(&done.report, &sc, &r.scenario.origin()) {
                     println!("{l}");
                 }
                 println!(
