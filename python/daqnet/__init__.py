@@ -18,7 +18,7 @@ from ._native import version as _version
 from .report import Record, Report, read_report
 from .scenario import Scenario, load_scenario
 from .run import sim, sweep
-from .tables import read_events, read_table
+from .tables import Trace, read_events, read_table, read_trace
 
 __version__: str = _version()
 
@@ -27,11 +27,13 @@ __all__ = [
     "Record",
     "Report",
     "Scenario",
+    "Trace",
     "ScenarioError",
     "load_scenario",
     "read_events",
     "read_report",
     "read_table",
+    "read_trace",
     "sim",
     "sweep",
 ]

@@ -15,6 +15,7 @@ def simulate(
     sets: list[str],
     per_event: bool = False,
     faults: list[str] = ...,
+    trace: str | None = None,
     progress: Callable[[int, int], Any] | None = None,
 ) -> dict[str, Any]: ...
 def sweep(

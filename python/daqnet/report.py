@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from . import _native
+from .tables import Trace, read_trace
 
 
 def wrap(value: Any) -> Any:
@@ -81,11 +82,13 @@ class Report(Record):
         summary: str = "",
         verdict: list[str] | None = None,
         events: pd.DataFrame | None = None,
+        trace: Trace | None = None,
     ) -> None:
         super().__init__(data)
         self.__dict__["summary"] = summary
         self.__dict__["verdict"] = list(verdict or [])
         self.__dict__["events"] = events
+        self.__dict__["trace"] = trace
 
     summary: str
     """The summary table ``daqnet sim`` prints."""
@@ -94,6 +97,8 @@ class Report(Record):
     events: pd.DataFrame | None
     """One row per built event (warm-up included, column ``measured``), or ``None`` unless
     the run recorded them: the columns of ``events.parquet``."""
+    trace: Trace | None
+    """The time series recorded with ``trace=``, or ``None``."""
 
     @property
     def latency(self) -> pd.Series | None:
@@ -126,12 +131,17 @@ class Report(Record):
 
 def read_report(folder: str | os.PathLike[str]) -> Report:
     """The report a command wrote into ``folder`` (``report.json``, with ``events.parquet``
-    as :attr:`Report.events` when it is there). Summary and verdict are not stored: they are
-    empty."""
+    as :attr:`Report.events` and a ``--trace`` as :attr:`Report.trace` when they are there).
+    Summary and verdict are not stored: they are empty."""
     folder = Path(folder)
     path = folder / "report.json"
     if not path.is_file():
         raise FileNotFoundError(2, "no report.json in this folder (written by daqnet sim, run or testbed run)", str(path))
     events = folder / "events.parquet"
     data = json.loads(path.read_text())
-    return Report(data, events=pd.read_parquet(events) if events.is_file() else None)
+    traced = (folder / "trace-ports.parquet").is_file()
+    return Report(
+        data,
+        events=pd.read_parquet(events) if events.is_file() else None,
+        trace=read_trace(folder) if traced else None,
+    )

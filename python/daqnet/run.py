@@ -17,7 +17,7 @@ import pandas as pd
 from . import _native
 from .report import Report
 from .scenario import Scenario, Sets, scenario_of, value_text
-from .tables import read_table
+from .tables import Trace, read_table
 
 #: ``None``: a tqdm bar when tqdm is installed; ``False``: none; ``True``: a tqdm bar (tqdm
 #: must be installed); a callable: called as ``progress(done, total)``.
@@ -60,6 +60,7 @@ def sim(
     seed: int | None = None,
     per_event: bool = False,
     fail: Sequence[str] = (),
+    trace: str | None = None,
     progress: Progress = None,
 ) -> Report:
     """Simulates a scenario packet by packet, as ``daqnet sim`` does.
@@ -72,6 +73,10 @@ def sim(
         per_event: record every event: :attr:`Report.events` and :attr:`Report.latency`.
         fail: fabric elements to take down, as ``daqnet sim --fail`` takes them
             (``["p0-spine1@20ms"]``; parallel leaf-spine scenarios).
+        trace: time series to record, as ``daqnet sim --trace`` takes them:
+            ``"queue=sw->node0,cwnd=*->node0,every=100us"`` (ports' queues by port name, TCP
+            senders as ``FROM->TO``, globs, ``|`` between several); they come back as
+            :attr:`Report.trace`.
         progress: see :data:`Progress`.
 
     Raises:
@@ -81,13 +86,15 @@ def sim(
     """
     s = scenario_of(scenario, set, events=events, seed=seed)
     with _progress(progress, "event") as tell:
-        out = _native.simulate(str(s.path), s.sets, per_event, list(fail), tell)
+        out = _native.simulate(str(s.path), s.sets, per_event, list(fail), trace, tell)
     ev = out["events"]
+    tr = out["trace"]
     return Report(
         json.loads(out["report"]),
         summary=out["summary"],
         verdict=out["verdict"],
         events=pd.read_parquet(io.BytesIO(ev)) if ev is not None else None,
+        trace=Trace(pd.read_parquet(io.BytesIO(tr[0])), pd.read_parquet(io.BytesIO(tr[1]))) if tr else None,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -37,3 +38,32 @@ def read_events(folder: str | os.PathLike[str]) -> pd.DataFrame:
     """Per-event records (``events.parquet``, written with ``--per-event``): one row per built
     event, latency in ``latency_ms``, warm-up rows with ``measured`` false."""
     return _parquet(Path(folder) / "events.parquet", "written with --per-event")
+
+
+@dataclass
+class Trace:
+    """A run's time series, recorded with ``trace=`` (``--trace`` on the command line), one
+    row per sample.
+
+    ``ports``: ``t_ns``, ``t_s``, ``port``, ``queue_bytes``, ``drops`` (so far).
+    ``tcp``: ``t_ns``, ``t_s``, ``sender`` (``FROM->TO``), ``cwnd`` and ``ssthresh``
+    (segments; ssthresh NaN while infinite), ``srtt_ms``, ``in_flight`` (segments), ``state``
+    (``open``, ``disorder``, ``recovery``, ``loss``).
+
+    ``trace.ports.pivot(index="t_s", columns="port", values="queue_bytes")`` gives one column
+    per port.
+    """
+
+    ports: pd.DataFrame
+    tcp: pd.DataFrame
+
+
+def read_trace(folder: str | os.PathLike[str]) -> Trace:
+    """The time series a run wrote into ``folder`` (``trace-ports.parquet``,
+    ``trace-tcp.parquet``: ``daqnet sim … --trace …``)."""
+    folder = Path(folder)
+    what = "written by daqnet sim with --trace"
+    return Trace(
+        ports=_parquet(folder / "trace-ports.parquet", what),
+        tcp=_parquet(folder / "trace-tcp.parquet", what),
+    )

@@ -8,7 +8,9 @@
 //! `KeyboardInterrupt` is raised.
 
 use daqnet_core::Scenario;
+use daqnet_sim::trace::{TraceSink, TraceSpec};
 use daqnet_sim::{FaultPlan, SimOptions};
+use daqnet_study::columnar::TraceWriter;
 use daqnet_study::sweep::{execute, ExecOptions, PointOutput, Shard, SweepEvent, SweepPlan};
 use daqnet_study::vary::Axis;
 use pyo3::create_exception;
@@ -105,36 +107,51 @@ fn tell(py: Python<'_>, progress: &Option<Py<PyAny>>, done: u64, total: u64) -> 
 
 /// Simulates the scenario at `path` with `sets`; `faults` as `daqnet sim --fail` takes them.
 /// Returns {report (JSON text), summary, verdict (lines), events (the bytes of its
-/// `events.parquet`, or None)}.
+/// `events.parquet`, or None), trace (the bytes of `trace-ports.parquet` and
+/// `trace-tcp.parquet`, or None)}.
 #[pyfunction]
-#[pyo3(signature = (path, sets, per_event=false, faults=Vec::new(), progress=None))]
+#[pyo3(signature = (path, sets, per_event=false, faults=Vec::new(), trace=None, progress=None))]
+#[allow(clippy::too_many_arguments)] // the keywords of `daqnet.sim`
 fn simulate<'py>(
     py: Python<'py>,
     path: PathBuf,
     sets: Vec<String>,
     per_event: bool,
     faults: Vec<String>,
+    trace: Option<String>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let scenario = load(&path, &sets)?;
+    let trace = trace
+        .map(|t| {
+            let spec = t.parse::<TraceSpec>().map_err(|e| ScenarioError::new_err(format!("trace: {e}")))?;
+            spec.resolve(&daqnet_sim::trace_targets(&scenario))
+                .map_err(|e| ScenarioError::new_err(format!("trace: {e}")))?;
+            let writer =
+                TraceWriter::new(Vec::new(), Vec::new()).map_err(|e| DaqnetError::new_err(format!("{e:#}")))?;
+            Ok::<_, PyErr>((spec, writer))
+        })
+        .transpose()?;
     let faults = faults
         .iter()
         .map(|f| f.parse::<FaultPlan>().map_err(|e| ScenarioError::new_err(format!("fail: {e}"))))
         .collect::<PyResult<Vec<_>>>()?;
     FaultPlan::check_all(&scenario, &faults).map_err(|e| ScenarioError::new_err(format!("fail: {e}")))?;
     let origin = path.display().to_string();
-    let out = run_detached(
+    let (out, trace) = run_detached(
         py,
         |tx, stop| {
+            let mut trace = trace;
             let mut on_built = |done: u64, total: u64| drop(tx.send(Note::Built(done, total)));
             let opts = SimOptions {
                 progress: Some(&mut on_built),
                 record_events: per_event,
                 stop: Some(stop),
                 faults,
+                trace: trace.as_mut().map(|(spec, w)| (spec.clone(), w as &mut dyn TraceSink)),
                 ..Default::default()
             };
-            daqnet_sim::simulate(&scenario, &origin, opts)
+            (daqnet_sim::simulate(&scenario, &origin, opts), trace.map(|(_, w)| w.finish()))
         },
         |py, note| match note {
             Note::Built(done, total) => tell(py, &progress, done, total),
@@ -148,6 +165,8 @@ fn simulate<'py>(
     let events = per_event.then(|| daqnet_study::columnar::events_parquet(&out.events)).transpose();
     let events = events.map_err(|e| DaqnetError::new_err(format!("{e:#}")))?;
     d.set_item("events", events.map(|b| PyBytes::new(py, &b)))?;
+    let trace = trace.transpose().map_err(|e| DaqnetError::new_err(format!("cannot write the trace: {e:#}")))?;
+    d.set_item("trace", trace.map(|(ports, tcp, _)| (PyBytes::new(py, &ports), PyBytes::new(py, &tcp))))?;
     Ok(d)
 }
 

@@ -141,3 +141,32 @@ def test_scenarios_resolve_and_stack_overrides(micro):
     # The overrides reach the run: two credits take incast at 150 kB away (README).
     r = daqnet.sim(t, set={"network.switch.buffer.port_bytes": "150kB"}, events=20, progress=False)
     assert r.switch.drops == 0 and r.tcp.timeouts == 0
+
+
+def test_a_trace_shows_the_collector_port_filling_to_its_buffer_and_draining(micro, cli, tmp_path):
+    """Physical claim: in incast at a 150 kB port, the rounds fill the collector's port to
+    within a frame of 150 kB (the drops happen there), and between rounds it drains to zero."""
+    spec = "queue=sw->node0,cwnd=ru0->node0|ru31->node0,every=50us"
+    r = daqnet.sim(micro, set={"network.switch.buffer.port_bytes": "150kB"}, events=20, trace=spec, progress=False)
+    q = r.trace.ports
+    assert set(q.port) == {"sw->node0"} and q.t_ns.is_monotonic_increasing
+    assert (q.t_ns.diff().dropna() == 50_000).all(), "one sample every 50 µs"
+    # MTU 1500: a full-size frame is 1518 bytes, so a port that refused one holds > 148,482.
+    assert 150_000 - 1518 < q.queue_bytes.max() <= 150_000, "fills to its buffer, within one frame"
+    assert (q.queue_bytes == 0).mean() > 0.5, "empty most of the time: drained between rounds"
+    assert q.drops.is_monotonic_increasing and q.drops.iloc[-1] == r.switch.drops
+    tcp = r.trace.tcp
+    assert set(tcp.sender) == {"ru0->node0", "ru31->node0"}
+    assert {"open", "recovery"} <= set(tcp.state) and (tcp.cwnd >= 1).all()
+    # The command line writes the same samples to Parquet; read_trace reads them back.
+    subprocess.run(
+        [cli, "sim", micro, "-q", "--out", tmp_path, "--set", "network.switch.buffer.port_bytes=150kB",
+         "--events", "20", "--trace", spec],
+        check=True,
+    )
+    disk = daqnet.read_trace(tmp_path)
+    pd.testing.assert_frame_equal(disk.ports, q)
+    pd.testing.assert_frame_equal(disk.tcp, tcp)
+    assert daqnet.read_report(tmp_path).trace is not None
+    with pytest.raises(daqnet.ScenarioError, match="matches no TCP sender.*ru0->node0"):
+        daqnet.sim(micro, trace="cwnd=node3/*")

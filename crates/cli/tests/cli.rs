@@ -115,3 +115,37 @@ fn a_rerun_without_per_event_records_removes_the_earlier_ones() {
     assert!(daqnet(&["sim", "scenarios/incast-micro.toml", "--events", "5", "-q", "--out", d]).status.success());
     assert!(!dir.join("events.csv").exists(), "an events.csv of the earlier run");
 }
+
+#[test]
+fn a_trace_is_written_drawn_and_checked_before_the_run() {
+    let dir = out_dir("trace");
+    let d = dir.to_str().unwrap();
+    let spec = "queue=sw->node0,cwnd=ru0->node0,every=1ms";
+    let o = daqnet(&["sim", "scenarios/incast-micro.toml", "--events", "5", "--trace", spec, "--out", d]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("port samples in"), "{}", text(&o));
+    for f in ["trace-ports.parquet", "trace-tcp.parquet"] {
+        let bytes = std::fs::read(dir.join(f)).unwrap();
+        assert!(bytes.starts_with(b"PAR1") && bytes.len() > 1000, "{f}");
+    }
+    // Drawn alone and beside another run (the legend names each run by its substrate).
+    for (runs, y) in [(vec![d], "queue_bytes"), (vec![d, d], "cwnd")] {
+        let png = dir.join(format!("{y}.png"));
+        let mut args = vec!["plot"];
+        args.extend(&runs);
+        args.extend(["--kind", "series", "--y", y, "-o", png.to_str().unwrap()]);
+        let o = daqnet(&args);
+        assert!(o.status.success(), "{}", text(&o));
+        let info = png::Decoder::new(std::fs::File::open(&png).unwrap()).read_info().unwrap();
+        assert_eq!((info.info().width, info.info().height), (1000, 640));
+    }
+    // A selector that matches nothing is refused before anything runs, naming what exists.
+    std::fs::remove_file(dir.join("trace-ports.parquet")).unwrap();
+    let o = daqnet(&["sim", "scenarios/incast-micro.toml", "--trace", "cwnd=node3/*", "--out", d]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("`node3/*` matches no TCP sender of this scenario; they are named like"), "{}", text(&o));
+    assert!(!dir.join("trace-ports.parquet").exists(), "nothing ran");
+    let o = daqnet(&["sim", "scenarios/incast-micro.toml", "--trace", "queue=sw->node0,every=soon"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("every=`soon`"), "{}", text(&o));
+}

@@ -173,6 +173,9 @@ fn mode(c: &DocCommand) -> Mode {
         Some("bench") => Mode::ParseOnly("minutes of benchmarks"),
         Some("role") => Mode::ParseOnly("one role of a run across hosts"),
         Some("testbed" | "validate" | "switch") => Mode::ParseOnly("needs root and namespaces: tests/testbed.rs"),
+        Some("plot") if c.args.iter().any(|a| a.contains("testbed")) => {
+            Mode::ParseOnly("draws a testbed run's output, which needs root (tests/testbed.rs)")
+        }
         Some("run") if has("--metrics") => Mode::ParseOnly("serves a fixed port"),
         Some("pipe") if has("--kill") => Mode::ParseOnly("exits 1 by design: a node dies (tests/pipe.rs)"),
         Some("pipe") if c.args.iter().any(|a| a == "mpi") => Mode::ParseOnly("runs under mpirun (tests/pipe.rs)"),

@@ -291,6 +291,71 @@ fn incast_32_with_a_shallow_buffer_has_rounds_held_up_by_the_200ms_rto() {
     assert!(f(&c0["drops"]) > 0.0);
 }
 
+/// The (time, bytes queued, drops so far) samples of a run's `trace-ports.parquet`.
+fn queue_trace(dir: &Path) -> Vec<(u64, u64, u64)> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::UInt64Type;
+    let file = std::fs::File::open(dir.join("trace-ports.parquet")).expect("the run wrote its trace");
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap();
+    let mut rows = Vec::new();
+    for b in reader {
+        let b = b.unwrap();
+        let col = |n: &str| b.column_by_name(n).unwrap().as_primitive::<UInt64Type>().clone();
+        let (t, q, d) = (col("t_ns"), col("queue_bytes"), col("drops"));
+        rows.extend((0..b.num_rows()).map(|i| (t.value(i), q.value(i), d.value(i))));
+    }
+    rows
+}
+
+#[test]
+fn a_testbed_trace_shows_the_collector_port_filling_to_its_buffer_and_draining() {
+    let _g = serial();
+    if !root() {
+        return;
+    }
+    // incast-32 at 100 Mb/s (where two cores keep pace) into a 50 kB port: every burst fills
+    // the port to within a frame of 50 kB, and it drains while the senders wait for a timeout.
+    let dir = out_dir("trace");
+    let d = dir.display().to_string();
+    let args = [
+        "testbed",
+        "run",
+        INCAST,
+        "--events",
+        "10",
+        "-q",
+        "--out",
+        &d,
+        "--trace",
+        "queue=sw->c0,every=1ms",
+        "--set",
+        "network.readout_link_bps=100M",
+        "--set",
+        "network.node_link_bps=100M",
+        "--set",
+        "network.switch.buffer.port_bytes=50kB",
+    ];
+    // A machine too slow to feed the port at 32 × 100 Mb/s never fills it: run again.
+    let samples = paced(
+        || {
+            let o = daqnet(&args);
+            assert!(o.status.success(), "{}", text(&o));
+            queue_trace(&dir)
+        },
+        |s| s.iter().any(|&(_, q, _)| q > 50_000 - 1518),
+    );
+    assert!(samples.len() > 1000, "a sample every ms of a run of seconds: {}", samples.len());
+    assert!(samples.windows(2).all(|w| w[0].0 < w[1].0 && w[0].2 <= w[1].2), "time and drops only grow");
+    let full = samples.iter().map(|s| s.1).max().unwrap();
+    assert!((50_000 - 1518..=50_000).contains(&full), "peak {full} B against a 50 kB bfifo");
+    let empty = samples.iter().filter(|s| s.1 == 0).count() as f64 / samples.len() as f64;
+    assert!(empty > 0.3, "the port drained between bursts only {:.0} % of the time", 100.0 * empty);
+    let r = report(&dir);
+    let c0 = r["switch"]["ports"].as_array().unwrap().iter().find(|p| p["name"] == "sw->c0").unwrap();
+    assert!(samples.last().unwrap().2 <= c0["drops"].as_u64().unwrap(), "{c0}");
+    assert!(samples.last().unwrap().2 > 0, "the trace saw the drops");
+}
+
 #[test]
 fn incast_32_with_a_5ms_minimum_rto_has_no_round_above_100ms() {
     let _g = serial();

@@ -23,6 +23,7 @@ pub mod ids;
 pub mod pipe;
 pub mod report;
 pub mod scenario;
+pub mod trace;
 pub mod units;
 pub mod workload;
 

@@ -49,15 +49,21 @@ struct FarmWorld<'a> {
 }
 
 /// Simulates the sub-farm of `scenario` (valid, defaults filled in, with `[farm]`).
-pub fn simulate(scenario: &Scenario, origin: &str, opts: SimOptions) -> SimOutput {
+pub fn simulate(scenario: &Scenario, origin: &str, mut opts: SimOptions) -> SimOutput {
     let wall = Instant::now();
+    let trace = opts.trace.take();
     let mut w = FarmWorld::new(scenario, opts);
     w.start();
     let stop = w.opts.stop;
-    let interrupted = run(&mut w, scenario.run.time_limit_s, stop);
+    let interrupted = run(&mut w, scenario.run.time_limit_s, stop, trace);
     let mut out = w.report(scenario, origin, wall.elapsed().as_secs_f64());
     out.report.interrupted = interrupted;
     out
+}
+
+/// What a trace of `scenario` can select.
+pub(crate) fn targets(scenario: &Scenario) -> crate::trace::Targets {
+    FarmWorld::new(scenario, SimOptions::default()).net.targets()
 }
 
 impl Dataflow for FarmWorld<'_> {

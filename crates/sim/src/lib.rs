@@ -8,6 +8,7 @@
 //!   the one layer every simulated dataflow runs over.
 //! * [`farm`]: the LHCb sub-farm (`core`'s dispatcher and workers) over the same layers.
 //! * [`pipe`]: DAQPIPE's event building (event manager, builder units) over the same layers.
+//! * [`trace`]: time series of chosen ports and TCP senders during a run.
 //! * [`faults`]: fabric elements failing mid-run, and the fabric controller's answer.
 //! * [`world`]: the `core` dataflow state machines driven over all of that; [`simulate`] runs a
 //!   scenario and returns its [`daqnet_core::report::RunReport`].
@@ -19,12 +20,26 @@ pub mod net;
 pub mod pipe;
 pub mod sockets;
 pub mod tcp;
+pub mod trace;
 pub mod world;
 
 pub use faults::FaultPlan;
 pub use world::{DropRule, SimOptions, SimOutput};
 
 use daqnet_core::Scenario;
+
+/// The ports and TCP senders a trace of `scenario` can select (as [`simulate`] will build
+/// them); check a [`trace::TraceSpec`] against them with [`trace::TraceSpec::resolve`] before
+/// the run.
+pub fn trace_targets(scenario: &Scenario) -> trace::Targets {
+    if scenario.farm.is_some() {
+        farm::targets(scenario)
+    } else if scenario.pipe.is_some() {
+        pipe::targets(scenario)
+    } else {
+        world::targets(scenario)
+    }
+}
 
 /// Simulates `scenario` (already validated, defaults filled in): the sub-farm of its `[farm]`
 /// section or the DAQPIPE builder of its `[pipe]` section if it has one, otherwise the event

@@ -86,8 +86,9 @@ struct PipeWorld<'a> {
 }
 
 /// Simulates the DAQPIPE event builder of `scenario` (valid, defaults filled in, with `[pipe]`).
-pub fn simulate(scenario: &Scenario, origin: &str, opts: SimOptions) -> SimOutput {
+pub fn simulate(scenario: &Scenario, origin: &str, mut opts: SimOptions) -> SimOutput {
     let wall = Instant::now();
+    let trace = opts.trace.take();
     let mut w = PipeWorld::new(scenario, opts);
     if w.pipe.pattern == PipePattern::EventBuilding {
         w.assign();
@@ -95,10 +96,15 @@ pub fn simulate(scenario: &Scenario, origin: &str, opts: SimOptions) -> SimOutpu
         (0..w.pipe.nodes).for_each(|s| w.stream(s));
     }
     let stop = w.opts.stop;
-    let interrupted = run(&mut w, scenario.run.time_limit_s, stop);
+    let interrupted = run(&mut w, scenario.run.time_limit_s, stop, trace);
     let mut out = w.report(scenario, origin, wall.elapsed().as_secs_f64());
     out.report.interrupted = interrupted;
     out
+}
+
+/// What a trace of `scenario` can select.
+pub(crate) fn targets(scenario: &Scenario) -> crate::trace::Targets {
+    PipeWorld::new(scenario, SimOptions::default()).net.targets()
 }
 
 impl Dataflow for PipeWorld<'_> {

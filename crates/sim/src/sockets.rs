@@ -11,7 +11,8 @@ use crate::engine::{EventQueue, Place};
 use crate::net::fabric::{Fabric, Vertex};
 use crate::net::port::{offer, Admission};
 use crate::net::wire::{frame_bytes, sack_option_bytes};
-use crate::tcp::{AckUrgency, Endpoint, TcpParams, Transmission};
+use crate::tcp::{AckUrgency, Endpoint, Sender, TcpParams, Transmission};
+use crate::trace::{Targets, TraceSink, TraceSpec, Tracer};
 use daqnet_core::report::{PortStats, RunReport, SimWork, SwitchStats, TcpCounters};
 use daqnet_core::{ConnId, Nanos, Side, NS_PER_S};
 use std::collections::VecDeque;
@@ -71,23 +72,40 @@ pub trait Dataflow {
     }
 }
 
+/// A trace to record during a run: what, and where the samples go.
+pub type Tracing<'a> = (TraceSpec, &'a mut dyn TraceSink);
+
 /// Runs `flow` until it is finished, its queue runs dry or passes `limit_s` simulated
-/// seconds, or `stop` is set; returns whether `stop` ended it.
-pub fn run<D: Dataflow>(flow: &mut D, limit_s: f64, stop: Option<&AtomicBool>) -> bool {
+/// seconds, or `stop` is set, sampling `trace` on the way; returns whether `stop` ended it.
+pub fn run<D: Dataflow>(flow: &mut D, limit_s: f64, stop: Option<&AtomicBool>, trace: Option<Tracing>) -> bool {
     let limit = (limit_s * NS_PER_S as f64) as Nanos;
+    let mut tracer = trace.map(|(spec, sink)| Tracer::new(&spec, flow.parts().0, sink));
+    // Without a trace, one comparison per event.
+    let mut next_sample = tracer.as_ref().map_or(Nanos::MAX, Tracer::next);
+    let mut interrupted = false;
     while !flow.finished() {
         let q = flow.parts().1;
         // A relaxed load every 2^16 scheduler events costs nothing measurable.
         if q.popped().is_multiple_of(1 << 16) && stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
-            return true;
+            interrupted = true;
+            break;
         }
         let Some((now, ev)) = q.pop() else { break };
         if now > limit {
             break;
         }
+        if now >= next_sample {
+            if let Some(t) = tracer.as_mut() {
+                t.sample_until(now, flow.parts().0);
+                next_sample = t.next();
+            }
+        }
         flow.dispatch(ev);
     }
-    false
+    if let Some(t) = tracer.as_mut() {
+        t.flush();
+    }
+    interrupted
 }
 
 /// An end of a connection: the one that opened it (an event builder's collector, a sub-farm
@@ -285,6 +303,33 @@ impl<M: Copy> Sockets<M> {
     /// The fabric.
     pub fn fabric(&self) -> &Fabric {
         &self.fabric
+    }
+
+    /// What a trace can select: every port, and every TCP sender as `FROM->TO` (connection
+    /// `c`'s opener end at `2c`, its acceptor end at `2c + 1`).
+    pub fn targets(&self) -> Targets {
+        let host = |h: u32| self.fabric.host_names[h as usize].as_str();
+        Targets {
+            ports: self.fabric.ports.iter().map(|p| p.name.clone()).collect(),
+            senders: self
+                .conns
+                .iter()
+                .flat_map(|c| [(c.hosts[0], c.hosts[1]), (c.hosts[1], c.hosts[0])])
+                .map(|(from, to)| format!("{}->{}", host(from), host(to)))
+                .collect(),
+        }
+    }
+
+    /// Port `p`'s queued bytes at `now` and its drops so far.
+    pub fn port_backlog(&mut self, p: u32, now: Nanos) -> (u64, u64) {
+        let f = &mut self.fabric;
+        let bytes = f.ports[p as usize].backlog(now, &mut f.pools);
+        (bytes, f.ports[p as usize].drops)
+    }
+
+    /// TCP sender `s` of [`Sockets::targets`].
+    pub fn sender(&self, s: u32) -> &Sender {
+        &self.conns[s as usize / 2].ep[s as usize % 2].snd
     }
 
     /// Drops these data segments on purpose.

@@ -45,6 +45,9 @@ pub struct SimOptions<'a> {
     /// Fabric elements to take down during the run (parallel leaf-spine scenarios only; the
     /// caller checks the topology and the elements).
     pub faults: Vec<FaultPlan>,
+    /// Time series to record, and where they go (checked by the caller with
+    /// [`crate::trace_targets`]).
+    pub trace: Option<crate::sockets::Tracing<'a>>,
 }
 
 impl SimOptions<'_> {
@@ -111,15 +114,21 @@ struct World<'a> {
 }
 
 /// Simulates `scenario` (already validated, defaults filled in). `origin` names it in the report.
-pub fn simulate(scenario: &Scenario, origin: &str, opts: SimOptions) -> SimOutput {
+pub fn simulate(scenario: &Scenario, origin: &str, mut opts: SimOptions) -> SimOutput {
     let wall = Instant::now();
+    let trace = opts.trace.take();
     let mut w = World::new(scenario, opts);
     w.start();
     let stop = w.opts.stop;
-    let interrupted = run(&mut w, scenario.run.time_limit_s, stop);
+    let interrupted = run(&mut w, scenario.run.time_limit_s, stop, trace);
     let mut out = w.report(scenario, origin, wall.elapsed().as_secs_f64());
     out.report.interrupted = interrupted;
     out
+}
+
+/// What a trace of `scenario` can select.
+pub(crate) fn targets(scenario: &Scenario) -> crate::trace::Targets {
+    World::new(scenario, SimOptions::default()).net.targets()
 }
 
 impl Dataflow for World<'_> {

@@ -3,11 +3,15 @@
 //! columns (integers, floats, booleans, strings); column names that are identifiers
 //! (`system.credits_per_node` becomes `system_credits_per_node`, so `df.system_credits_per_node`
 //! works), with the dotted scenario path kept in the column's metadata under `daqnet.path`.
+//! A run's time series (`--trace`) go to `trace-ports.parquet` and `trace-tcp.parquet`, written
+//! batch by batch as the run goes.
 
 use anyhow::Context;
-use arrow_array::{ArrayRef, BooleanArray, Float64Array, RecordBatch, StringArray, UInt64Array};
+use arrow_array::{ArrayRef, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
 use arrow_schema::{DataType, Field, Schema};
 use daqnet_core::report::{EventRecord, RunReport};
+use daqnet_core::trace::{PortSample, TcpSample, TraceSink};
+use daqnet_core::{NS_PER_MS, NS_PER_S};
 use parquet::arrow::ArrowWriter;
 use std::collections::HashMap;
 use std::path::Path;
@@ -157,6 +161,131 @@ pub fn events_from_csv(csv_path: &Path, parquet_path: &Path) -> anyhow::Result<(
         });
     }
     write_events(parquet_path, &records)
+}
+
+/// The file of a trace's port samples, beside `report.json`.
+pub const TRACE_PORTS: &str = "trace-ports.parquet";
+/// The file of a trace's TCP samples.
+pub const TRACE_TCP: &str = "trace-tcp.parquet";
+
+/// A [`TraceSink`] writing Parquet as the samples come, one row group per batch: port samples
+/// (`t_ns`, `t_s`, `port`, `queue_bytes`, `drops`) to one output, TCP samples (`t_ns`, `t_s`,
+/// `sender`, `cwnd`, `ssthresh` — null while infinite, `srtt_ms` — null before the first
+/// sample, `in_flight`, `state`) to the other.
+pub struct TraceWriter<W: std::io::Write + Send> {
+    ports: ArrowWriter<W>,
+    tcp: ArrowWriter<W>,
+    schemas: (Arc<Schema>, Arc<Schema>),
+    port_names: Vec<String>,
+    sender_names: Vec<String>,
+    rows: (u64, u64),
+    error: Option<anyhow::Error>,
+}
+
+impl TraceWriter<std::fs::File> {
+    /// Writes [`TRACE_PORTS`] and [`TRACE_TCP`] into `dir`.
+    pub fn create(dir: &Path) -> anyhow::Result<Self> {
+        let file = |name: &str| {
+            let path = dir.join(name);
+            std::fs::File::create(&path).with_context(|| format!("cannot write {}", path.display()))
+        };
+        TraceWriter::new(file(TRACE_PORTS)?, file(TRACE_TCP)?)
+    }
+}
+
+impl<W: std::io::Write + Send> TraceWriter<W> {
+    /// Writes port samples to `ports`, TCP samples to `tcp`.
+    pub fn new(ports: W, tcp: W) -> anyhow::Result<Self> {
+        let time = [Field::new("t_ns", DataType::UInt64, false), Field::new("t_s", DataType::Float64, false)];
+        let port_schema = Schema::new(
+            time.iter()
+                .cloned()
+                .chain([
+                    Field::new("port", DataType::Utf8, false),
+                    Field::new("queue_bytes", DataType::UInt64, false),
+                    Field::new("drops", DataType::UInt64, false),
+                ])
+                .collect::<Vec<_>>(),
+        );
+        let tcp_schema = Schema::new(
+            time.iter()
+                .cloned()
+                .chain([
+                    Field::new("sender", DataType::Utf8, false),
+                    Field::new("cwnd", DataType::UInt32, false),
+                    Field::new("ssthresh", DataType::UInt32, true),
+                    Field::new("srtt_ms", DataType::Float64, true),
+                    Field::new("in_flight", DataType::UInt32, false),
+                    Field::new("state", DataType::Utf8, false),
+                ])
+                .collect::<Vec<_>>(),
+        );
+        let schemas = (Arc::new(port_schema), Arc::new(tcp_schema));
+        Ok(TraceWriter {
+            ports: ArrowWriter::try_new(ports, schemas.0.clone(), None)?,
+            tcp: ArrowWriter::try_new(tcp, schemas.1.clone(), None)?,
+            schemas,
+            port_names: Vec::new(),
+            sender_names: Vec::new(),
+            rows: (0, 0),
+            error: None,
+        })
+    }
+
+    /// Closes both outputs: the samples written (ports, TCP), or the first error met.
+    pub fn finish(self) -> anyhow::Result<(W, W, (u64, u64))> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        Ok((self.ports.into_inner()?, self.tcp.into_inner()?, self.rows))
+    }
+
+    fn write(&mut self, ports: &[PortSample], tcp: &[TcpSample]) -> anyhow::Result<()> {
+        let secs = |t: u64| t as f64 / NS_PER_S as f64;
+        if !ports.is_empty() {
+            let name = |s: &PortSample| self.port_names[s.port as usize].as_str();
+            let columns: Vec<ArrayRef> = vec![
+                Arc::new(UInt64Array::from_iter_values(ports.iter().map(|s| s.t_ns))),
+                Arc::new(Float64Array::from_iter_values(ports.iter().map(|s| secs(s.t_ns)))),
+                Arc::new(StringArray::from_iter_values(ports.iter().map(name))),
+                Arc::new(UInt64Array::from_iter_values(ports.iter().map(|s| s.queue_bytes))),
+                Arc::new(UInt64Array::from_iter_values(ports.iter().map(|s| s.drops))),
+            ];
+            self.ports.write(&RecordBatch::try_new(self.schemas.0.clone(), columns)?)?;
+            self.ports.flush()?;
+        }
+        if !tcp.is_empty() {
+            let name = |s: &TcpSample| self.sender_names[s.sender as usize].as_str();
+            let columns: Vec<ArrayRef> = vec![
+                Arc::new(UInt64Array::from_iter_values(tcp.iter().map(|s| s.t_ns))),
+                Arc::new(Float64Array::from_iter_values(tcp.iter().map(|s| secs(s.t_ns)))),
+                Arc::new(StringArray::from_iter_values(tcp.iter().map(name))),
+                Arc::new(UInt32Array::from_iter_values(tcp.iter().map(|s| s.cwnd))),
+                Arc::new(tcp.iter().map(|s| s.ssthresh).collect::<UInt32Array>()),
+                Arc::new(tcp.iter().map(|s| s.srtt_ns.map(|r| r as f64 / NS_PER_MS as f64)).collect::<Float64Array>()),
+                Arc::new(UInt32Array::from_iter_values(tcp.iter().map(|s| s.in_flight))),
+                Arc::new(StringArray::from_iter_values(tcp.iter().map(|s| s.state))),
+            ];
+            self.tcp.write(&RecordBatch::try_new(self.schemas.1.clone(), columns)?)?;
+            self.tcp.flush()?;
+        }
+        self.rows.0 += ports.len() as u64;
+        self.rows.1 += tcp.len() as u64;
+        Ok(())
+    }
+}
+
+impl<W: std::io::Write + Send> TraceSink for TraceWriter<W> {
+    fn names(&mut self, ports: &[String], senders: &[String]) {
+        self.port_names = ports.to_vec();
+        self.sender_names = senders.to_vec();
+    }
+
+    fn batch(&mut self, ports: &[PortSample], tcp: &[TcpSample]) {
+        if self.error.is_none() {
+            self.error = self.write(ports, tcp).err();
+        }
+    }
 }
 
 #[cfg(test)]

@@ -498,6 +498,26 @@ impl TestbedPlan {
         v
     }
 
+    /// The switch's ports whose queues are sampled during a run: (interface in the switch
+    /// namespace, name in the report, like `sw->c0`). None for the daqring switch, which
+    /// reports its own queues.
+    pub fn sampled_ports(&self) -> Vec<(String, String)> {
+        match &self.switch {
+            TestbedSwitch::Bridge => self.hosts.iter().map(|h| (h.short.clone(), format!("sw->{}", h.short))).collect(),
+            TestbedSwitch::Fabric(f) => f.ports().into_iter().map(|p| (p.queue_dev.clone(), p.name())).collect(),
+            TestbedSwitch::Daqring(_) => Vec::new(),
+        }
+    }
+
+    /// What a trace of this testbed can select: the sampled ports (TCP senders are not traced
+    /// here).
+    pub fn trace_targets(&self) -> daqnet_core::trace::Targets {
+        daqnet_core::trace::Targets {
+            ports: self.sampled_ports().into_iter().map(|p| p.1).collect(),
+            senders: Vec::new(),
+        }
+    }
+
     /// The interface that carries a host's event data out, and its name in the report (`r3->sw`),
     /// if it is the host's own: a readout unit's in a fabric are its bridge's uplinks, reported
     /// among the switch ports.

@@ -11,11 +11,13 @@ use crate::qdisc::QdiscReader;
 use crate::static_cc;
 use anyhow::Context;
 use daqnet_core::report::{FabricStats, HostStats, PortStats, RunReport, SwitchStats, TcpCounters};
+use daqnet_core::trace::{PortSample, TraceSink, TraceSpec};
 use daqnet_core::Scenario;
 use daqnet_evb::launcher::{launch, LaunchOptions, Placement};
 use daqnet_evb::role::RoleId;
 use daqnet_fabric::controller::FaultPlan;
 use daqnet_fabric::rules::{Bridge, Peer, Ports, LOCAL};
+use daqnet_study::columnar::TraceWriter;
 use daqnet_switch::run::SwitchReport;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -44,6 +46,10 @@ pub struct TestbedRunOptions {
     /// Fabric elements to take down, at times from the launch of the roles (parallel
     /// leaf-spine only).
     pub faults: Vec<FaultPlan>,
+    /// Queue series to record (`queue=` of the switch's ports, checked with
+    /// [`TestbedPlan::traced_ports`]), in wall time from the launch of the roles, to
+    /// `out/trace-ports.parquet`.
+    pub trace: Option<TraceSpec>,
 }
 
 /// The outcome of a testbed run.
@@ -84,15 +90,17 @@ fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow:
     let plan = &testbed.plan;
     let sw = plan.switch_ns.clone();
     let (mut soft, mut sampler, mut control) = (None, None, None);
+    let launched_at = Arc::new(std::sync::OnceLock::new());
+    let trace = opts.trace.as_ref().map(|spec| {
+        let picked = spec.resolve(&plan.trace_targets()).map(|(p, _)| p).unwrap_or_default();
+        let every = Duration::from_nanos(spec.every_ns);
+        Tracing { ports: picked.into_iter().map(|i| i as usize).collect(), every, launched_at: launched_at.clone() }
+    });
     match &plan.switch {
         TestbedSwitch::Daqring(_) => soft = Some(SoftSwitch::start(plan, opts)?),
-        TestbedSwitch::Bridge => {
-            let ports = plan.hosts.iter().map(|h| (h.short.clone(), format!("sw->{}", h.short))).collect();
-            sampler = Some(Sampler::start(sw, ports));
-        }
+        TestbedSwitch::Bridge => sampler = Some(Sampler::start(sw, plan.sampled_ports(), trace)),
         TestbedSwitch::Fabric(f) => {
-            let ports = f.ports().into_iter().map(|p| (p.queue_dev.clone(), p.name())).collect();
-            sampler = Some(Sampler::start(sw.clone(), ports));
+            sampler = Some(Sampler::start(sw.clone(), plan.sampled_ports(), trace));
             control = Some((f, FabricControl::start(f, &sw, &opts.faults, Instant::now())?));
         }
     }
@@ -109,9 +117,15 @@ fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow:
         place: Some(place),
         ..Default::default()
     };
+    let _ = launched_at.set(Instant::now());
     let launched = launch(&plan.deployed(sc), &mut launch_opts);
     let ports = match (sampler, soft) {
-        (Some(s), _) => s.stop(),
+        (Some(s), _) => s.stop().and_then(|(ports, trace)| {
+            if let Some((names, samples)) = trace {
+                write_trace(&opts.out, &names, &samples)?;
+            }
+            Ok(ports)
+        }),
         (None, Some(d)) => d.stop(),
         (None, None) => unreachable!("one of them runs"),
     };
@@ -257,34 +271,65 @@ impl SoftSwitch {
     }
 }
 
+/// Which sampled ports a run traces, how often, and from when.
+struct Tracing {
+    /// Indices into the sampled ports.
+    ports: Vec<usize>,
+    every: Duration,
+    /// Set when the roles are launched: the trace's time zero.
+    launched_at: Arc<std::sync::OnceLock<Instant>>,
+}
+
+/// What the sampler returns: the ports' statistics, and the traced ports' names and samples.
+type Sampling = (Vec<PortStats>, Option<(Vec<String>, Vec<PortSample>)>);
+
 /// The switch's output ports, sampled on a thread inside the switch namespace: drops and frames
-/// at the end, peak backlog every [`SAMPLE_INTERVAL`].
+/// at the end, peak backlog every [`SAMPLE_INTERVAL`] (or the trace's interval, if shorter),
+/// and the traced ports' backlog and drops at each sample.
 struct Sampler {
     stop: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<anyhow::Result<Vec<PortStats>>>,
+    thread: std::thread::JoinHandle<anyhow::Result<Sampling>>,
 }
 
 impl Sampler {
     /// Starts sampling the switch ports `ports`: (interface, name in the report).
-    fn start(switch_ns: String, ports: Vec<(String, String)>) -> Sampler {
+    fn start(switch_ns: String, ports: Vec<(String, String)>, trace: Option<Tracing>) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let interval = trace.as_ref().map_or(SAMPLE_INTERVAL, |t| t.every.min(SAMPLE_INTERVAL));
         let thread = std::thread::spawn(move || {
             netns::within(&switch_ns, || {
                 let index: Vec<u32> = ports.iter().map(|(dev, _)| ifindex(dev)).collect();
                 let mut reader = QdiscReader::open().context("cannot open rtnetlink")?;
                 let _ = ready_tx.send(());
                 let mut peak = vec![0u64; ports.len()];
+                let mut samples = Vec::new();
+                let mut next_trace = Instant::now();
                 loop {
                     let done = flag.load(Ordering::Relaxed);
+                    let at = Instant::now();
                     let now = reader.root_qdiscs().context("cannot read the switch's qdiscs")?;
                     let of = |ix: u32| now.iter().find(|q| q.ifindex == ix).cloned().unwrap_or_default();
                     for (p, &ix) in peak.iter_mut().zip(&index) {
                         *p = (*p).max(of(ix).backlog_bytes);
                     }
+                    let launched = trace.as_ref().and_then(|t| Some((t, *t.launched_at.get()?)));
+                    if let Some((t, start)) = launched.filter(|_| at >= next_trace) {
+                        let t_ns = at.saturating_duration_since(start).as_nanos() as u64;
+                        for (i, &p) in t.ports.iter().enumerate() {
+                            let q = of(index[p]);
+                            samples.push(PortSample {
+                                t_ns,
+                                port: i as u32,
+                                queue_bytes: q.backlog_bytes,
+                                drops: q.drops,
+                            });
+                        }
+                        next_trace = at + t.every;
+                    }
                     if done {
-                        return Ok(ports
+                        let stats = ports
                             .iter()
                             .zip(&index)
                             .zip(&peak)
@@ -292,9 +337,11 @@ impl Sampler {
                                 let q = of(ix);
                                 PortStats { name: name.clone(), drops: q.drops, peak_bytes, frames: q.packets }
                             })
-                            .collect());
+                            .collect();
+                        let traced = trace.map(|t| (t.ports.iter().map(|&p| ports[p].1.clone()).collect(), samples));
+                        return Ok((stats, traced));
                     }
-                    std::thread::sleep(SAMPLE_INTERVAL);
+                    std::thread::sleep(interval);
                 }
             })
         });
@@ -302,10 +349,23 @@ impl Sampler {
         Sampler { stop, thread }
     }
 
-    fn stop(self) -> anyhow::Result<Vec<PortStats>> {
+    fn stop(self) -> anyhow::Result<Sampling> {
         self.stop.store(true, Ordering::Relaxed);
         self.thread.join().unwrap_or_else(|_| anyhow::bail!("the queue sampler panicked"))
     }
+}
+
+/// Writes the sampled queue series to `out/trace-ports.parquet` (and an empty
+/// `trace-tcp.parquet`), in the simulator's format.
+fn write_trace(out: &std::path::Path, names: &[String], samples: &[PortSample]) -> anyhow::Result<()> {
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let mut w = TraceWriter::create(out)?;
+    w.names(names, &[]);
+    for chunk in samples.chunks(8192) {
+        w.batch(chunk, &[]);
+    }
+    w.finish()?;
+    Ok(())
 }
 
 /// Index of interface `name` in the calling thread's namespace (0 if there is none).

@@ -14,6 +14,10 @@ use std::process::ExitCode;
 /// from the lowest to the highest run.
 /// hist: the latency distribution of each point, from its events.csv (sweep --per-event),
 /// else from the HDR histogram in its report.json.
+/// series: the time series a run recorded with --trace (daqnet sim … --trace …): --y
+/// queue_bytes (the default), drops, cwnd, ssthresh, srtt_ms or in_flight over time, one line
+/// per port or TCP sender; give several run folders to draw them side by side (a simulation
+/// and a testbed run of one scenario).
 /// Axes are named after the columns' meaning and ticked in their units (600 kB, 200 ms, 10 %);
 /// the legend sits beside the chart.
 #[derive(Args)]
@@ -24,13 +28,18 @@ daqnet plot out/policies --kind line --x credits_per_node --y share_ge_100ms \\\
 --group policy -o share.svg\n  \
 daqnet plot out/policies --kind hist --x policy --where credits_per_node=240 --log-y -o hist.png\n  \
 daqnet plot out/fig5 --x credits_per_node --log-y --size 1600x900 --dpi 192 -o slide.png\n  \
-daqnet plot out/fig5 --x credits_per_node --log-y -o fig5.pdf")]
+daqnet plot out/fig5 --x credits_per_node --log-y -o fig5.pdf\n  \
+daqnet plot out/sim --kind series -o queue.png\n  \
+daqnet plot out/sim out/testbed --kind series --window 0..1s -o queues.svg\n  \
+daqnet plot out/sim --kind series --y cwnd --where 'sender=ru0->node0|ru1->node0' -o cwnd.svg")]
 pub struct PlotArgs {
-    /// A sweep's table.csv, or its folder.
-    pub table: PathBuf,
-    /// Column on the x axis (a unique suffix is enough: credits_per_node).
+    /// A sweep's table.csv, or its folder (--kind series: one or more run folders).
+    #[arg(required = true, num_args = 1..)]
+    pub table: Vec<PathBuf>,
+    /// Column on the x axis (a unique suffix is enough: credits_per_node); not for series,
+    /// whose x is time.
     #[arg(long)]
-    pub x: String,
+    pub x: Option<String>,
     /// `latency`, or any numeric column (with --kind line).
     #[arg(long, default_value = "latency")]
     pub y: String,
@@ -67,6 +76,9 @@ pub struct PlotArgs {
     /// Resolution of a PNG: 192 draws twice the pixels, text and lines alike (for slides).
     #[arg(long, default_value_t = 96, value_parser = clap::value_parser!(u32).range(24..=600))]
     pub dpi: u32,
+    /// Series only: the stretch of time to draw, FROM..TO (`0..500ms`, `1s..1.2s`).
+    #[arg(long, value_name = "FROM..TO", value_parser = parse_window)]
+    pub window: Option<(f64, f64)>,
     /// Output file: .png, .svg or .pdf.
     #[arg(short, long)]
     pub output: PathBuf,
@@ -82,6 +94,20 @@ fn parse_size(s: &str) -> Result<(u32, u32), String> {
     Ok((w, h))
 }
 
+/// `FROM..TO` as ms.
+fn parse_window(s: &str) -> Result<(f64, f64), String> {
+    let err = |e: String| format!("`{s}`: {e}; expected FROM..TO, e.g. 0..500ms or 1s..1.2s");
+    let (a, b) = s.split_once("..").ok_or_else(|| err("no `..`".into()))?;
+    let ms = |t: &str| {
+        humantime::parse_duration(t.trim()).map(|d| d.as_secs_f64() * 1e3).map_err(|e| err(format!("`{t}`: {e}")))
+    };
+    let (from, to) = (ms(a)?, ms(b)?);
+    if from >= to {
+        return Err(err("FROM must come before TO".into()));
+    }
+    Ok((from, to))
+}
+
 /// `--kind` values.
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum KindArg {
@@ -91,19 +117,21 @@ pub enum KindArg {
     Line,
     /// Latency histograms.
     Hist,
+    /// Time series of a run's trace.
+    Series,
 }
 
 /// Runs the verb.
 pub fn run(a: PlotArgs) -> anyhow::Result<ExitCode> {
-    let path = if a.table.is_dir() { a.table.join("table.csv") } else { a.table.clone() };
-    let table = Table::read(&path)?;
+    let kind = match a.kind {
+        KindArg::Box => Kind::Box,
+        KindArg::Line => Kind::Line,
+        KindArg::Hist => Kind::Hist,
+        KindArg::Series => Kind::Series,
+    };
     let spec = PlotSpec {
-        kind: match a.kind {
-            KindArg::Box => Kind::Box,
-            KindArg::Line => Kind::Line,
-            KindArg::Hist => Kind::Hist,
-        },
-        x: a.x,
+        kind,
+        x: a.x.clone().unwrap_or_else(|| "t_s".into()),
         y: a.y,
         group: a.group,
         filters: a.filters,
@@ -116,7 +144,17 @@ pub fn run(a: PlotArgs) -> anyhow::Result<ExitCode> {
         size: a.size,
         dpi: a.dpi,
     };
-    draw(&table, &spec, &a.output)?;
+    if kind == Kind::Series {
+        daqnet_study::plot::series::draw(&a.table, &spec, a.window, &a.output)?;
+    } else {
+        anyhow::ensure!(a.x.is_some(), "--x is required: the column on the x axis");
+        anyhow::ensure!(a.window.is_none(), "--window is for --kind series");
+        let [table] = &a.table[..] else {
+            anyhow::bail!("one table at a time: several folders are for --kind series");
+        };
+        let path = if table.is_dir() { table.join("table.csv") } else { table.clone() };
+        draw(&Table::read(&path)?, &spec, &a.output)?;
+    }
     println!("wrote {}", a.output.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -1,9 +1,12 @@
 //! `daqnet sim`: simulate one scenario.
 
+use anyhow::Context;
 use clap::Args;
 use daqnet_core::report::EventRecord;
 use daqnet_core::Scenario;
+use daqnet_sim::trace::{TraceSink, TraceSpec};
 use daqnet_sim::{simulate, FaultPlan, SimOptions};
+use daqnet_study::columnar;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -19,7 +22,9 @@ use std::process::ExitCode;
 daqnet sim scenarios/incast-micro.toml\n  \
 daqnet sim scenarios/atlas-2015/switch1.toml --set system.credits_per_node=240 --events 2000\n  \
 daqnet sim scenarios/incast-micro.toml --set network.tcp.min_rto_ns=5ms --per-event\n  \
-daqnet sim scenarios/fabric/prototype.toml --fail p0-spine1@20ms")]
+daqnet sim scenarios/fabric/prototype.toml --fail p0-spine1@20ms\n  \
+daqnet sim scenarios/incast-micro.toml --set network.switch.buffer.port_bytes=150kB \\\n    \
+--trace 'queue=sw->node0,cwnd=ru0->node0|ru31->node0,every=50us' --events 20")]
 pub struct SimArgs {
     #[command(flatten)]
     pub scenario: super::ScenarioFlags,
@@ -38,12 +43,23 @@ pub struct SimArgs {
     /// report's `fabric.faults` says what each failure cost.
     #[arg(long, value_name = "ELEMENT@TIME", value_parser = clap::value_parser!(FaultPlan))]
     pub fail: Vec<FaultPlan>,
+    /// Record time series to trace-ports.parquet and trace-tcp.parquet: `queue=PORTS` (queue
+    /// bytes and drops of ports named like `sw->node0`; globs, `|` between several),
+    /// `cwnd=SENDERS` (cwnd, ssthresh, SRTT, in flight and state of TCP senders named
+    /// FROM->TO, like `ru5->node0` or `*->node0`), `every=DURATION` (simulated; default 100us).
+    /// Draw with `daqnet plot DIR --kind series`.
+    #[arg(long, value_name = "SPEC", value_parser = clap::value_parser!(TraceSpec))]
+    pub trace: Option<TraceSpec>,
 }
 
-/// The scenario, with `--fail` checked against its fabric.
+/// The scenario, with `--fail` checked against its fabric and `--trace` against its ports and
+/// connections.
 pub fn check(a: &SimArgs) -> anyhow::Result<Scenario> {
     let scenario = a.scenario.load()?;
     check_faults(&scenario, &a.fail)?;
+    if let Some(spec) = &a.trace {
+        spec.resolve(&daqnet_sim::trace_targets(&scenario)).map_err(|e| anyhow::anyhow!("--trace: {e}"))?;
+    }
     Ok(scenario)
 }
 
@@ -56,7 +72,17 @@ pub fn check_faults(scenario: &Scenario, faults: &[FaultPlan]) -> anyhow::Result
 pub fn run(a: SimArgs) -> anyhow::Result<ExitCode> {
     let scenario = check(&a)?;
     // Nothing of an earlier run may pass for this one's, even if this one is interrupted.
-    super::clear_outputs(&a.out, &["report.json", "latency.parquet", "events.csv", "events.parquet"])?;
+    super::clear_outputs(
+        &a.out,
+        &["report.json", "latency.parquet", "events.csv", "events.parquet", columnar::TRACE_PORTS, columnar::TRACE_TCP],
+    )?;
+    let mut trace = match &a.trace {
+        Some(spec) => {
+            std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
+            Some((spec.clone(), columnar::TraceWriter::create(&a.out)?))
+        }
+        None => None,
+    };
     let stop = daqnet_evb::launcher::interrupted();
     let total = scenario.run.warmup_events + scenario.run.events;
     let bar = if a.quiet || !std::io::stderr().is_terminal() { ProgressBar::hidden() } else { ProgressBar::new(total) };
@@ -74,17 +100,27 @@ pub fn run(a: SimArgs) -> anyhow::Result<ExitCode> {
             record_events: a.per_event,
             stop: Some(stop),
             faults: a.fail.clone(),
+            trace: trace.as_mut().map(|(spec, w)| (spec.clone(), w as &mut dyn TraceSink)),
             ..Default::default()
         },
     );
     bar.finish_and_clear();
+    let traced = trace.map(|(_, w)| w.finish()).transpose().context("cannot write the trace")?;
     let report_path = super::write_file(&a.out, "report.json", &out.report.to_json())?;
-    daqnet_study::columnar::write_latency(&a.out.join("latency.parquet"), &out.report)?;
+    columnar::write_latency(&a.out.join("latency.parquet"), &out.report)?;
     if a.per_event {
         super::write_file(&a.out, "events.csv", &EventRecord::to_csv(&out.events))?;
-        daqnet_study::columnar::write_events(&a.out.join("events.parquet"), &out.events)?;
+        columnar::write_events(&a.out.join("events.parquet"), &out.events)?;
     }
     if !a.quiet {
+        if let Some((_, _, (ports, tcp))) = traced {
+            println!(
+                "trace: {ports} port samples in {}, {tcp} TCP samples in {} (daqnet plot {} --kind series)",
+                a.out.join(columnar::TRACE_PORTS).display(),
+                a.out.join(columnar::TRACE_TCP).display(),
+                a.out.display()
+            );
+        }
         let verdict: String = daqnet_study::verdict::verdict(&out.report, &scenario, &a.scenario.origin())
             .iter()
             .map(|l| format!("{l}\n"))

@@ -88,6 +88,27 @@ struct RunArgs {
     /// and replaces the rules; the report's `fabric.faults` has the times.
     #[arg(long, value_name = "ELEMENT@TIME", value_parser = clap::value_parser!(daqnet_sim::FaultPlan))]
     fail: Vec<daqnet_fabric::controller::FaultPlan>,
+    /// Record the switch ports' queue series to trace-ports.parquet, as `daqnet sim --trace`
+    /// does: `queue=PORTS,every=DURATION` (ports named like `sw->c0`; the qdisc backlog read
+    /// over rtnetlink, wall time from the start of the roles; below 1ms the sampling itself
+    /// takes a share of the CPU the run needs). Draw beside a simulation's with
+    /// `daqnet plot SIM_DIR TESTBED_DIR --kind series`.
+    #[arg(long, value_name = "SPEC", value_parser = clap::value_parser!(daqnet_sim::trace::TraceSpec))]
+    trace: Option<daqnet_sim::trace::TraceSpec>,
+}
+
+/// Checks that `--trace` selects queues this testbed samples.
+fn check_trace(plan: &TestbedPlan, trace: Option<&daqnet_sim::trace::TraceSpec>) -> anyhow::Result<()> {
+    let Some(spec) = trace else { return Ok(()) };
+    anyhow::ensure!(
+        spec.senders.is_empty(),
+        "--trace: the testbed records queues (queue=) only; TCP windows (cwnd=) are traced in the simulator"
+    );
+    anyhow::ensure!(
+        !matches!(plan.switch, TestbedSwitch::Daqring(_)),
+        "--trace: the daqring switch's queues are not sampled during the run (its report has their peaks)"
+    );
+    spec.resolve(&plan.trace_targets()).map(drop).map_err(|e| anyhow::anyhow!("--trace: {e}"))
 }
 
 /// Checks the command line, the scenario and the testbed's plan without touching the system.
@@ -99,7 +120,7 @@ pub fn check(a: &TestbedArgs) -> anyhow::Result<()> {
         TestbedCommand::Run(r) => {
             let sc = r.scenario.load_run()?;
             super::sim::check_faults(&sc, &r.fail)?;
-            TestbedPlan::checked(&sc, "check", "run").map(drop)
+            check_trace(&TestbedPlan::checked(&sc, "check", "run")?, r.trace.as_ref())
         }
         TestbedCommand::Down(_) | TestbedCommand::List => Ok(()),
     }
@@ -194,8 +215,11 @@ pub fn run(a: TestbedArgs) -> anyhow::Result<ExitCode> {
         TestbedCommand::Run(r) => {
             let sc = r.scenario.load_run()?;
             super::sim::check_faults(&sc, &r.fail)?;
-            TestbedPlan::checked(&sc, "check", &r.scenario.origin())?;
+            check_trace(&TestbedPlan::checked(&sc, "check", &r.scenario.origin())?, r.trace.as_ref())?;
             lifecycle::check_prerequisites()?;
+            // No earlier run's trace may pass for this one's.
+            let traces = [daqnet_study::columnar::TRACE_PORTS, daqnet_study::columnar::TRACE_TCP];
+            super::clear_outputs(&r.out, &traces)?;
             // From here Ctrl-C stops the run and removes the testbed instead of killing us.
             let stop = daqnet_evb::launcher::interrupted();
             clear_leftovers()?;
@@ -207,6 +231,7 @@ pub fn run(a: TestbedArgs) -> anyhow::Result<ExitCode> {
                 quiet: r.quiet,
                 stop: Some(stop),
                 faults: r.fail.clone(),
+                trace: r.trace.clone(),
             };
             let done = match daqnet_testbed::run::run(&sc, &opts) {
                 Ok(d) => d,

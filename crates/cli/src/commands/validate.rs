@@ -90,6 +90,7 @@ fn testbed_point(scratch: PathBuf) -> impl Fn(&Point) -> anyhow::Result<PointOut
             quiet: true,
             stop: Some(daqnet_evb::launcher::interrupted()),
             faults: Vec::new(),
+            trace: None,
         };
         let done = daqnet_testbed::run::run(&p.scenario, &opts)?;
         let _ = std::fs::remove_dir_all(&out);

@@ -54,6 +54,8 @@ pub struct Fabric {
     spines_per_plane: u32,
     /// Switch names.
     pub switch_names: Vec<String>,
+    /// Host names (`ru3`, `node0`), by host number.
+    pub host_names: Vec<String>,
 }
 
 struct Builder {
@@ -173,6 +175,7 @@ impl Fabric {
                 planned: None,
                 spines_per_plane: net.fabric.as_ref().map_or(1, |f| f.spines_per_plane),
                 switch_names: Vec::new(),
+                host_names: host_specs.iter().map(|(n, _)| n.clone()).collect(),
             },
         };
         b.f.host_nic = vec![0; hosts * b.f.paths as usize];

@@ -157,6 +157,12 @@ impl Port {
         }
     }
 
+    /// Bytes queued at `now_ns` (frames whose transmission has not ended).
+    pub fn backlog(&mut self, now_ns: u64, pools: &mut BufferPools) -> u64 {
+        self.drain(now_ns * 1000, pools);
+        self.queued_bytes
+    }
+
     /// Places an admitted frame in the queue and returns when it reaches the peer.
     fn enqueue(&mut self, now_ps: u64, frame_bytes: u32) -> u64 {
         let start = self.busy_until_ps.max(now_ps);

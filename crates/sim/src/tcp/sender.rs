@@ -48,6 +48,18 @@ pub enum CaState {
     Loss,
 }
 
+impl CaState {
+    /// Its name in traces, as `ss -i` and Linux's `tcp_ca_state` call it.
+    pub fn name(self) -> &'static str {
+        match self {
+            CaState::Open => "open",
+            CaState::Disorder => "disorder",
+            CaState::Recovery => "recovery",
+            CaState::Loss => "loss",
+        }
+    }
+}
+
 /// A segment to put on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Transmission {

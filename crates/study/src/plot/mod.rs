@@ -5,6 +5,7 @@
 
 pub mod axis;
 mod render;
+pub mod series;
 
 use crate::table::{number, Table};
 use anyhow::{bail, Context};
@@ -24,6 +25,8 @@ pub enum Kind {
     Line,
     /// Latency distribution of each point, from its events.csv (or its report's HDR histogram).
     Hist,
+    /// A run's time series (`--trace`): one line per port or TCP sender over time.
+    Series,
 }
 
 /// A figure to draw from a table.
@@ -179,6 +182,7 @@ pub fn draw(table: &Table, spec: &PlotSpec, out: &Path) -> anyhow::Result<()> {
         bail!("--log-x needs a numeric x column; `{}` has values like `{}`", spec.x, cells[0]);
     }
     let data = match spec.kind {
+        Kind::Series => bail!("--kind series draws a run's trace: give the run's folder (daqnet sim … --trace …)"),
         Kind::Box => boxes(&t, xc, group, &axis, spec)?,
         Kind::Line => lines(&t, xc, group, &axis, spec)?,
         Kind::Hist => Data::Lines(histograms(&t, xc, group, spec)?),
@@ -282,7 +286,7 @@ fn labels(spec: &PlotSpec, xcol: &str, group: Option<&str>, t: &Table) -> render
         (Kind::Hist, _) => "share of events per bin".into(),
         (Kind::Box, _) => "data-collection latency (ms)".into(),
         (Kind::Line, "latency") => "mean data-collection latency (ms)".into(),
-        (Kind::Line, y) => t.column(y).map_or_else(|_| y.to_string(), |c| axis::label_of(&t.columns[c])),
+        (Kind::Line | Kind::Series, y) => t.column(y).map_or_else(|_| y.to_string(), |c| axis::label_of(&t.columns[c])),
     });
     let group = match spec.kind {
         Kind::Hist => Some(axis::name_of(xcol)),

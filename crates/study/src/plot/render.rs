@@ -231,7 +231,7 @@ fn pad((lo, hi): (f64, f64), log: bool, decades: bool, min_positive: f64) -> (f6
 fn x_keys(data: &Data, kind: Kind) -> Option<Vec<f64>> {
     let mut xs: Vec<f64> = match data {
         Data::Boxes(g) => g.iter().flat_map(|(_, v)| v.iter().map(|s| s.x)).collect(),
-        Data::Lines(_) if kind == Kind::Hist => return None,
+        Data::Lines(_) if matches!(kind, Kind::Hist | Kind::Series) => return None,
         Data::Lines(g) => g.iter().flat_map(|(_, v)| v.iter().map(|p| p.x)).collect(),
     };
     xs.retain(|x| *x > 0.0);
@@ -421,6 +421,8 @@ impl Chart<'_> {
     {
         let spec = self.spec;
         let hist = spec.kind == Kind::Hist;
+        // Dense curves (histograms, time series) without a marker per point.
+        let curve = hist || spec.kind == Kind::Series;
         let floor = c.y_range().start;
         let stroke = ((2.0 * self.k).round() as u32).max(1);
         let mut styles = Vec::new();
@@ -437,16 +439,24 @@ impl Chart<'_> {
                     runs.push(Vec::new());
                 }
             }
-            c.draw_series(runs.iter().map(|r| PathElement::new(r.clone(), color.stroke_width(stroke))))?;
+            if spec.kind == Kind::Series {
+                // A time series turns back sharply (a queue fills, then drains): plotters joins
+                // a wide polyline's segments with unbounded miters, which shoot spikes across
+                // the figure at such turns. Each segment alone has no join.
+                let segments = runs.iter().flat_map(|r| r.windows(2).map(|w| vec![w[0], w[1]]));
+                c.draw_series(segments.map(|s| PathElement::new(s, color.stroke_width(stroke))))?;
+            } else {
+                c.draw_series(runs.iter().map(|r| PathElement::new(r.clone(), color.stroke_width(stroke))))?;
+            }
             let spread = pts.iter().filter_map(|p| p.spread.map(|(lo, hi)| (p.x, lo, hi)));
             c.draw_series(
                 spread.map(|(x, lo, hi)| PathElement::new(vec![(x, lo), (x, hi)], color.stroke_width(stroke / 2 + 1))),
             )?;
-            if !hist {
+            if !curve {
                 let r = (3.5 * self.k).round() as i32;
                 c.draw_series(runs.concat().into_iter().map(|p| Circle::new(p, r, color.filled())))?;
             }
-            styles.push(SeriesStyle { color, line: hist });
+            styles.push(SeriesStyle { color, line: curve });
         }
         Ok(styles)
     }

@@ -13,7 +13,9 @@ mod switch;
 
 use clap::Args;
 use daqnet_sim::engine::EventQueue;
+use daqnet_sim::trace::{TraceSink, TraceSpec};
 use daqnet_sim::{simulate, SimOptions};
+use daqnet_study::columnar::TraceWriter;
 use daqnet_study::sweep::{self, ExecOptions, Shard, SweepPlan};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -64,13 +66,18 @@ pub(super) struct Case {
     name: String,
     file: &'static str,
     sets: Vec<String>,
+    /// A `--trace` to record (into Parquet in memory).
+    trace: Option<&'static str>,
 }
 
 impl Case {
     fn new(name: impl Into<String>, file: &'static str, sets: &[String]) -> Self {
-        Case { name: name.into(), file, sets: sets.to_vec() }
+        Case { name: name.into(), file, sets: sets.to_vec(), trace: None }
     }
 }
+
+/// The DAQ-like load's collector port and all 100 senders into it, every 10 µs: a dense trace.
+const DAQ_LIKE_TRACE: &str = "queue=sw->node0,cwnd=*->node0,every=10us";
 
 pub(super) fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
@@ -85,6 +92,10 @@ fn reference_cases() -> Vec<Case> {
             &strings(&["system.credits_per_node=400", "run.events=2000", "run.warmup_events=0"]),
         ),
         Case::new("DAQ-like: 100 RU x 22 kB, 1 kHz, 10G/40G", "bench/daq-like.toml", &[]),
+        Case {
+            trace: Some(DAQ_LIKE_TRACE),
+            ..Case::new("DAQ-like, traced (101 series, 10 us)", "bench/daq-like.toml", &[])
+        },
     ]
 }
 
@@ -99,8 +110,15 @@ fn peak_rss_mib() -> f64 {
 
 fn run_case(dir: &Path, case: &Case) -> anyhow::Result<()> {
     let s = super::load_scenario(&dir.join(case.file), &case.sets)?;
+    let mut writer = case.trace.map(|_| TraceWriter::new(Vec::new(), Vec::new())).transpose()?;
+    let trace = case.trace.map(|t| t.parse::<TraceSpec>().map_err(anyhow::Error::msg)).transpose()?;
     let t = Instant::now();
-    let out = simulate(&s, case.file, SimOptions::default());
+    let opts = SimOptions {
+        trace: trace.zip(writer.as_mut()).map(|(spec, w)| (spec, w as &mut dyn TraceSink)),
+        ..Default::default()
+    };
+    let out = simulate(&s, case.file, opts);
+    let samples = writer.map(TraceWriter::finish).transpose()?.map_or(0, |(_, _, (p, t))| p + t);
     let wall = t.elapsed().as_secs_f64();
     let w = out.report.sim_work.expect("sim reports its work");
     let events = (s.run.events + s.run.warmup_events) as f64;
@@ -116,6 +134,7 @@ fn run_case(dir: &Path, case: &Case) -> anyhow::Result<()> {
             "connection_bytes": w.connection_bytes,
             "peak_mib": peak_rss_mib(),
             "mean_latency_ms": out.report.latency_ms.mean,
+            "trace_samples": samples,
         })
     );
     Ok(())
@@ -245,9 +264,21 @@ fn bench_sim(a: &BenchArgs) -> anyhow::Result<()> {
         "{:<42} {:>12} {:>12} {:>14} {:>10} {:>9}",
         "case (one thread)", "events/s", "packets/s", "sched. ev/s", "vs queue", "peak MiB"
     );
+    let mut untraced = f64::NAN;
     for case in &reference_cases() {
         let v = time_case(&a.scenarios, case, a.repeat)?;
         let wall = v["wall_s"].as_f64().unwrap_or(f64::NAN);
+        if case.trace.is_some() {
+            let samples = v["trace_samples"].as_f64().unwrap_or(f64::NAN);
+            println!(
+                "{:<42} {:>11.2}x wall time of the untraced run, {samples:.0} samples ({:.0} ns each)",
+                "  tracing's cost",
+                wall / untraced,
+                (wall - untraced) / samples * 1e9
+            );
+            continue;
+        }
+        untraced = wall;
         let f = |k: &str| v[k].as_f64().unwrap_or(f64::NAN) / wall;
         println!(
             "{:<42} {:>12.0} {:>12.0} {:>14.0} {:>9.3}x {:>9.1}",
@@ -259,6 +290,9 @@ fn bench_sim(a: &BenchArgs) -> anyhow::Result<()> {
             v["peak_mib"].as_f64().unwrap_or(f64::NAN)
         );
     }
-    println!("\n'vs queue': simulator scheduler events per second over the bare queue's, same run.");
+    println!(
+        "\n'vs queue': simulator scheduler events per second over the bare queue's, same run. The traced case \
+         records {DAQ_LIKE_TRACE} to Parquet (in memory): its wall time over the untraced one's is tracing's cost."
+    );
     Ok(())
 }
