@@ -149,3 +149,70 @@ fn a_trace_is_written_drawn_and_checked_before_the_run() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("every=`soon`"), "{}", text(&o));
 }
+
+/// Runs tshark on `file` and returns the values of `field` of the frames matching `filter`.
+fn tshark(file: &std::path::Path, filter: &str, field: &str) -> Vec<String> {
+    let o = std::process::Command::new("tshark")
+        .arg("-r")
+        .arg(file)
+        .args(["-Y", filter, "-T", "fields", "-e", field])
+        .output()
+        .expect("tshark runs");
+    assert!(o.status.success(), "tshark -Y {filter}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap().lines().map(String::from).collect()
+}
+
+/// Wireshark's TCP analysis (tshark) reads a capture of the simulated incast as the report
+/// counts it: every retransmitted segment and every duplicate ACK, frame for frame.
+#[test]
+fn tshark_counts_the_reports_retransmissions_and_duplicate_acks_in_a_capture() {
+    let repo = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let have = std::process::Command::new("tshark").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !have {
+        if !common::root("installing tshark (scripts/tshark-deps.sh)") {
+            return;
+        }
+        let deps = std::process::Command::new("scripts/tshark-deps.sh").current_dir(&repo).status();
+        assert!(deps.is_ok_and(|s| s.success()), "scripts/tshark-deps.sh failed");
+    }
+    let dir = out_dir("pcap");
+    let d = dir.to_str().unwrap();
+    // Every readout unit's NIC and the collector's: each data segment and each ACK of the 32
+    // connections once, as the sending host put it on the wire (before the switch drops any).
+    let o = daqnet(&[
+        "sim",
+        "scenarios/incast-micro.toml",
+        "--set",
+        "network.switch.buffer.port_bytes=150kB",
+        "--events",
+        "10",
+        "--pcap",
+        "ru*->sw|node0->sw",
+        "--out",
+        d,
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let r = common::report(&dir);
+    let file = dir.join("capture.pcapng");
+    let tcp = &r["tcp"];
+    // Wireshark calls a segment sent again below the highest sequence "Out-Of-Order" instead
+    // of "Retransmission" when it follows within 3 ms and no handshake told it the RTT. At the
+    // sender's NIC nothing is reordered: both are retransmissions.
+    let resent = tshark(&file, "tcp.analysis.retransmission || tcp.analysis.out_of_order", "frame.number").len();
+    assert_eq!(resent as u64, tcp["retransmits"].as_u64().unwrap(), "{tcp}");
+    assert!(resent > 100, "the capture holds an incast: {resent} retransmissions");
+    let dups = tshark(&file, "tcp.analysis.duplicate_ack", "frame.number").len();
+    assert_eq!(dups as u64, tcp["dup_acks"].as_u64().unwrap(), "{tcp}");
+    assert!(dups > 100);
+    // Full frames are 1,514 bytes without the FCS (the simulator's 1,518 with it); times are
+    // the simulation's; one interface per captured port.
+    let lens: Vec<u32> = tshark(&file, "tcp.len > 0", "frame.len").iter().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(lens.iter().max(), Some(&1514));
+    let last: f64 = tshark(&file, "frame", "frame.time_relative").last().unwrap().parse().unwrap();
+    let simulated = r["sim_work"]["simulated_s"].as_f64().unwrap();
+    assert!(last <= simulated && last > 0.5 * simulated, "last frame at {last} s of {simulated} s");
+    let mut ifaces = tshark(&file, "frame", "frame.interface_id");
+    ifaces.sort();
+    ifaces.dedup();
+    assert_eq!(ifaces.len(), 33);
+}

@@ -150,6 +150,15 @@ pub struct TcpCounters {
     /// Retransmissions found lost again, by RACK or by a timeout (Linux `TCPLostRetransmit`).
     #[serde(default)]
     pub lost_retransmits: u64,
+    /// (sim only; Linux has no such counter) Duplicate ACKs sent: pure ACKs repeating the
+    /// acknowledgement number of the end's previous segment — what Wireshark flags
+    /// `tcp.analysis.duplicate_ack`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dup_acks: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl std::ops::AddAssign<&TcpCounters> for TcpCounters {
@@ -160,6 +169,7 @@ impl std::ops::AddAssign<&TcpCounters> for TcpCounters {
         self.loss_probes += o.loss_probes;
         self.recovery_fails += o.recovery_fails;
         self.lost_retransmits += o.lost_retransmits;
+        self.dup_acks += o.dup_acks;
     }
 }
 

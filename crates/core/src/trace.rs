@@ -133,6 +133,39 @@ pub trait TraceSink {
     fn batch(&mut self, ports: &[PortSample], tcp: &[TcpSample]);
 }
 
+/// A frame that left a captured port (`daqnet sim --pcap`): what its headers carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CapturedFrame {
+    /// When its transmission ended, simulated ns.
+    pub t_ns: Nanos,
+    /// Index into the sink's port names.
+    pub port: u32,
+    /// Sending and receiving host.
+    pub hosts: (u32, u32),
+    /// Connection number.
+    pub conn: u32,
+    /// Sent by the end that opened the connection.
+    pub from_opener: bool,
+    /// Sequence number of its first payload byte, counted from 0 on each direction.
+    pub seq: u64,
+    /// Payload bytes.
+    pub len: u32,
+    /// Cumulative acknowledgement (next byte expected from the other end).
+    pub ack: u64,
+    /// SACK blocks, `nsack` of them.
+    pub sack: [(u64, u64); 3],
+    /// SACK blocks carried.
+    pub nsack: u8,
+}
+
+/// Where captured frames go, in batches.
+pub trait CaptureSink {
+    /// Before the first batch: the captured ports' names and every host's name.
+    fn names(&mut self, ports: &[String], hosts: &[String]);
+    /// Frames in the order they were captured.
+    fn frames(&mut self, frames: &[CapturedFrame]);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

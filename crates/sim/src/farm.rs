@@ -52,10 +52,11 @@ struct FarmWorld<'a> {
 pub fn simulate(scenario: &Scenario, origin: &str, mut opts: SimOptions) -> SimOutput {
     let wall = Instant::now();
     let trace = opts.trace.take();
+    let capture = opts.capture.take();
     let mut w = FarmWorld::new(scenario, opts);
     w.start();
     let stop = w.opts.stop;
-    let interrupted = run(&mut w, scenario.run.time_limit_s, stop, trace);
+    let interrupted = run(&mut w, scenario.run.time_limit_s, stop, (trace, capture));
     let mut out = w.report(scenario, origin, wall.elapsed().as_secs_f64());
     out.report.interrupted = interrupted;
     out

@@ -89,6 +89,7 @@ struct PipeWorld<'a> {
 pub fn simulate(scenario: &Scenario, origin: &str, mut opts: SimOptions) -> SimOutput {
     let wall = Instant::now();
     let trace = opts.trace.take();
+    let capture = opts.capture.take();
     let mut w = PipeWorld::new(scenario, opts);
     if w.pipe.pattern == PipePattern::EventBuilding {
         w.assign();
@@ -96,7 +97,7 @@ pub fn simulate(scenario: &Scenario, origin: &str, mut opts: SimOptions) -> SimO
         (0..w.pipe.nodes).for_each(|s| w.stream(s));
     }
     let stop = w.opts.stop;
-    let interrupted = run(&mut w, scenario.run.time_limit_s, stop, trace);
+    let interrupted = run(&mut w, scenario.run.time_limit_s, stop, (trace, capture));
     let mut out = w.report(scenario, origin, wall.elapsed().as_secs_f64());
     out.report.interrupted = interrupted;
     out

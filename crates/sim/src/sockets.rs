@@ -14,6 +14,7 @@ use crate::net::wire::{frame_bytes, sack_option_bytes};
 use crate::tcp::{AckUrgency, Endpoint, Sender, TcpParams, Transmission};
 use crate::trace::{Targets, TraceSink, TraceSpec, Tracer};
 use daqnet_core::report::{PortStats, RunReport, SimWork, SwitchStats, TcpCounters};
+use daqnet_core::trace::{CaptureSink, CapturedFrame};
 use daqnet_core::{ConnId, Nanos, Side, NS_PER_S};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -74,12 +75,32 @@ pub trait Dataflow {
 
 /// A trace to record during a run: what, and where the samples go.
 pub type Tracing<'a> = (TraceSpec, &'a mut dyn TraceSink);
+/// Ports to capture during a run (name globs), and where their frames go.
+pub type Capturing<'a> = (Vec<String>, &'a mut dyn CaptureSink);
+
+/// Captured frames gathered before they go to the sink.
+const CAPTURE_BATCH: usize = 8192;
+
+/// The ports being captured, and their frames not yet handed on.
+struct Capture {
+    /// Per port: its index among the captured ports, or `u32::MAX`.
+    index: Vec<u32>,
+    frames: Vec<CapturedFrame>,
+}
 
 /// Runs `flow` until it is finished, its queue runs dry or passes `limit_s` simulated
 /// seconds, or `stop` is set, sampling `trace` on the way; returns whether `stop` ended it.
-pub fn run<D: Dataflow>(flow: &mut D, limit_s: f64, stop: Option<&AtomicBool>, trace: Option<Tracing>) -> bool {
+pub fn run<D: Dataflow>(
+    flow: &mut D,
+    limit_s: f64,
+    stop: Option<&AtomicBool>,
+    (trace, mut capture): (Option<Tracing>, Option<Capturing>),
+) -> bool {
     let limit = (limit_s * NS_PER_S as f64) as Nanos;
     let mut tracer = trace.map(|(spec, sink)| Tracer::new(&spec, flow.parts().0, sink));
+    if let Some((globs, sink)) = capture.as_mut() {
+        flow.parts().0.start_capture(globs, &mut **sink);
+    }
     // Without a trace, one comparison per event.
     let mut next_sample = tracer.as_ref().map_or(Nanos::MAX, Tracer::next);
     let mut interrupted = false;
@@ -101,9 +122,15 @@ pub fn run<D: Dataflow>(flow: &mut D, limit_s: f64, stop: Option<&AtomicBool>, t
             }
         }
         flow.dispatch(ev);
+        if let Some((_, sink)) = capture.as_mut() {
+            flow.parts().0.flush_capture(&mut **sink, CAPTURE_BATCH);
+        }
     }
     if let Some(t) = tracer.as_mut() {
         t.flush();
+    }
+    if let Some((_, sink)) = capture.as_mut() {
+        flow.parts().0.flush_capture(&mut **sink, 1);
     }
     interrupted
 }
@@ -216,6 +243,8 @@ struct Conn<M> {
     hosts: [u32; 2],
     /// Original data segments each end has sent.
     originals: [u64; 2],
+    /// The acknowledgement number of each end's last segment (`u64::MAX`: none yet).
+    last_ack: [u64; 2],
 }
 
 impl<M> Conn<M> {
@@ -248,6 +277,9 @@ pub struct Sockets<M> {
     packets: u64,
     txbuf: Vec<Transmission>,
     drops: Vec<SegmentDrop>,
+    capture: Option<Capture>,
+    /// Pure ACKs that repeated their end's previous acknowledgement number.
+    dup_acks: u64,
 }
 
 impl<M: Copy> Sockets<M> {
@@ -274,6 +306,7 @@ impl<M: Copy> Sockets<M> {
                     core,
                     hosts: [hosts.0, hosts.1],
                     originals: [0; 2],
+                    last_ack: [u64::MAX; 2],
                 }
             })
             .collect();
@@ -285,6 +318,8 @@ impl<M: Copy> Sockets<M> {
             packets: 0,
             txbuf: Vec::new(),
             drops: Vec::new(),
+            capture: None,
+            dup_acks: 0,
         }
     }
 
@@ -317,6 +352,29 @@ impl<M: Copy> Sockets<M> {
                 .flat_map(|c| [(c.hosts[0], c.hosts[1]), (c.hosts[1], c.hosts[0])])
                 .map(|(from, to)| format!("{}->{}", host(from), host(to)))
                 .collect(),
+        }
+    }
+
+    /// Starts capturing the ports whose names match `globs` (checked by the caller), telling
+    /// `sink` their names and the hosts'.
+    fn start_capture(&mut self, globs: &[String], sink: &mut dyn CaptureSink) {
+        let spec = TraceSpec { ports: globs.to_vec(), senders: Vec::new(), every_ns: 1 };
+        let targets = self.targets();
+        let (ports, _) = spec.resolve(&Targets { senders: Vec::new(), ..targets.clone() }).unwrap_or_default();
+        let mut index = vec![u32::MAX; self.fabric.ports.len()];
+        for (i, &p) in ports.iter().enumerate() {
+            index[p as usize] = i as u32;
+        }
+        let names: Vec<String> = ports.iter().map(|&p| targets.ports[p as usize].clone()).collect();
+        sink.names(&names, &self.fabric.host_names);
+        self.capture = Some(Capture { index, frames: Vec::with_capacity(CAPTURE_BATCH) });
+    }
+
+    /// Hands the captured frames to `sink` once at least `at_least` are gathered.
+    fn flush_capture(&mut self, sink: &mut dyn CaptureSink, at_least: usize) {
+        if let Some(c) = self.capture.as_mut().filter(|c| c.frames.len() >= at_least) {
+            sink.frames(&c.frames);
+            c.frames.clear();
         }
     }
 
@@ -425,8 +483,11 @@ impl<M: Copy> Sockets<M> {
             self.emit(q, c, end, tx.start, tx.end, tx.retransmit);
         }
         self.txbuf = txbuf;
-        if self.conns[c.index()].ep[end.index()].rcv.urgency() == AckUrgency::Now {
-            self.emit(q, c, end, 0, 0, false);
+        let ep = &self.conns[c.index()].ep[end.index()];
+        if ep.rcv.urgency() == AckUrgency::Now {
+            // A pure ACK carries the next sequence number, as on the wire (captures show it).
+            let nxt = ep.snd.snd_nxt();
+            self.emit(q, c, end, nxt, nxt, false);
         }
         let conn = &mut self.conns[c.index()];
         if let Some(d) = conn.ep[end.index()].next_deadline() {
@@ -446,6 +507,10 @@ impl<M: Copy> Sockets<M> {
         let (ack, nsack) = ep.rcv.ack_fields(&mut sack);
         ep.rcv.on_ack_sent();
         let (src, dst) = (conn.hosts[from.index()], conn.hosts[from.peer().index()]);
+        if end == start && conn.last_ack[from.index()] == ack {
+            self.dup_acks += 1;
+        }
+        conn.last_ack[from.index()] = ack;
         if end > start && !retransmit {
             let index = conn.originals[from.index()];
             conn.originals[from.index()] += 1;
@@ -473,6 +538,22 @@ impl<M: Copy> Sockets<M> {
         let now = q.now();
         match offer(&mut self.fabric.ports, &mut self.fabric.pools, port, now, pkt.frame) {
             Admission::Sent { arrival_ns } => {
+                if let Some(c) = self.capture.as_mut().filter(|c| c.index[port as usize] != u32::MAX) {
+                    let conn = &self.conns[pkt.conn.index()];
+                    c.frames.push(CapturedFrame {
+                        // A tap on the link sees the frame when its transmission ends.
+                        t_ns: arrival_ns - self.fabric.ports[port as usize].delay_ns,
+                        port: c.index[port as usize],
+                        hosts: (conn.hosts[pkt.from.index()], pkt.dst),
+                        conn: pkt.conn.index() as u32,
+                        from_opener: pkt.from == End::Opener,
+                        seq: pkt.start,
+                        len: (pkt.end - pkt.start) as u32,
+                        ack: pkt.ack,
+                        sack: pkt.sack,
+                        nsack: pkt.nsack,
+                    });
+                }
                 let place = q.take_place();
                 let flights = &mut self.flights[port as usize];
                 debug_assert!(flights.back().is_none_or(|b| b.arrival <= arrival_ns), "a port delivers in order");
@@ -493,6 +574,7 @@ impl<M: Copy> Sockets<M> {
         for ep in self.conns.iter().flat_map(|c| &c.ep) {
             tcp += ep.snd.stats();
         }
+        tcp.dup_acks = self.dup_acks;
         report.tcp = tcp;
         report.tcp_source = "model".into();
         let ports: Vec<PortStats> = self

@@ -48,6 +48,8 @@ pub struct SimOptions<'a> {
     /// Time series to record, and where they go (checked by the caller with
     /// [`crate::trace_targets`]).
     pub trace: Option<crate::sockets::Tracing<'a>>,
+    /// Ports whose frames to capture, and where they go (checked like `trace`).
+    pub capture: Option<crate::sockets::Capturing<'a>>,
 }
 
 impl SimOptions<'_> {
@@ -117,10 +119,11 @@ struct World<'a> {
 pub fn simulate(scenario: &Scenario, origin: &str, mut opts: SimOptions) -> SimOutput {
     let wall = Instant::now();
     let trace = opts.trace.take();
+    let capture = opts.capture.take();
     let mut w = World::new(scenario, opts);
     w.start();
     let stop = w.opts.stop;
-    let interrupted = run(&mut w, scenario.run.time_limit_s, stop, trace);
+    let interrupted = run(&mut w, scenario.run.time_limit_s, stop, (trace, capture));
     let mut out = w.report(scenario, origin, wall.elapsed().as_secs_f64());
     out.report.interrupted = interrupted;
     out

@@ -4,6 +4,7 @@
 //! Substrate-agnostic: a sweep runs points through a runner closure, so the simulator, the real
 //! event builder and the testbed all sweep the same way.
 
+pub mod capture;
 pub mod columnar;
 pub mod compare;
 pub mod plot;

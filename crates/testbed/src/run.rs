@@ -401,6 +401,8 @@ fn host_stats(plan: &TestbedPlan) -> anyhow::Result<(Vec<Option<PortStats>>, Vec
                     loss_probes: get("TcpExtTCPLossProbes"),
                     recovery_fails: get("TcpExtTCPSackRecoveryFail") + get("TcpExtTCPRenoRecoveryFail"),
                     lost_retransmits: get("TcpExtTCPLostRetransmit"),
+                    // Linux counts no duplicate ACKs sent.
+                    dup_acks: 0,
                 },
                 counters: c.into_iter().filter(|(k, v)| *v > 0 && k.starts_with("Tcp")).collect(),
             };

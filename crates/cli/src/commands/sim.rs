@@ -3,9 +3,11 @@
 use anyhow::Context;
 use clap::Args;
 use daqnet_core::report::EventRecord;
+use daqnet_core::trace::CaptureSink;
 use daqnet_core::Scenario;
 use daqnet_sim::trace::{TraceSink, TraceSpec};
 use daqnet_sim::{simulate, FaultPlan, SimOptions};
+use daqnet_study::capture::{PcapWriter, CAPTURE_FILE};
 use daqnet_study::columnar;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
@@ -50,6 +52,12 @@ pub struct SimArgs {
     /// Draw with `daqnet plot DIR --kind series`.
     #[arg(long, value_name = "SPEC", value_parser = clap::value_parser!(TraceSpec))]
     pub trace: Option<TraceSpec>,
+    /// Capture the frames leaving these ports to capture.pcapng (Wireshark, tshark): port names
+    /// as in --trace, globs, `|` between several, e.g. `ru*->sw|node0->sw` (every readout
+    /// unit's NIC and the collector's: all data and all ACKs of the collector's connections,
+    /// each frame once). Headers only (payload cut, original length kept), simulated time.
+    #[arg(long, value_name = "PORTS")]
+    pub pcap: Option<String>,
 }
 
 /// The scenario, with `--fail` checked against its fabric and `--trace` against its ports and
@@ -59,6 +67,10 @@ pub fn check(a: &SimArgs) -> anyhow::Result<Scenario> {
     check_faults(&scenario, &a.fail)?;
     if let Some(spec) = &a.trace {
         spec.resolve(&daqnet_sim::trace_targets(&scenario)).map_err(|e| anyhow::anyhow!("--trace: {e}"))?;
+    }
+    if let Some(ports) = &a.pcap {
+        let spec: TraceSpec = format!("queue={ports}").parse().map_err(|e| anyhow::anyhow!("--pcap: {e}"))?;
+        spec.resolve(&daqnet_sim::trace_targets(&scenario)).map_err(|e| anyhow::anyhow!("--pcap: {e}"))?;
     }
     Ok(scenario)
 }
@@ -74,8 +86,24 @@ pub fn run(a: SimArgs) -> anyhow::Result<ExitCode> {
     // Nothing of an earlier run may pass for this one's, even if this one is interrupted.
     super::clear_outputs(
         &a.out,
-        &["report.json", "latency.parquet", "events.csv", "events.parquet", columnar::TRACE_PORTS, columnar::TRACE_TCP],
+        &[
+            "report.json",
+            "latency.parquet",
+            "events.csv",
+            "events.parquet",
+            columnar::TRACE_PORTS,
+            columnar::TRACE_TCP,
+            CAPTURE_FILE,
+        ],
     )?;
+    let mut pcap = match &a.pcap {
+        Some(ports) => {
+            std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
+            let globs = ports.split('|').map(|g| g.trim().to_string()).collect::<Vec<_>>();
+            Some((globs, PcapWriter::create(&a.out)?))
+        }
+        None => None,
+    };
     let mut trace = match &a.trace {
         Some(spec) => {
             std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
@@ -101,11 +129,13 @@ pub fn run(a: SimArgs) -> anyhow::Result<ExitCode> {
             stop: Some(stop),
             faults: a.fail.clone(),
             trace: trace.as_mut().map(|(spec, w)| (spec.clone(), w as &mut dyn TraceSink)),
+            capture: pcap.as_mut().map(|(globs, w)| (globs.clone(), w as &mut dyn CaptureSink)),
             ..Default::default()
         },
     );
     bar.finish_and_clear();
     let traced = trace.map(|(_, w)| w.finish()).transpose().context("cannot write the trace")?;
+    let captured = pcap.map(|(_, w)| w.finish()).transpose().context("cannot write the capture")?;
     let report_path = super::write_file(&a.out, "report.json", &out.report.to_json())?;
     columnar::write_latency(&a.out.join("latency.parquet"), &out.report)?;
     if a.per_event {
@@ -120,6 +150,9 @@ pub fn run(a: SimArgs) -> anyhow::Result<ExitCode> {
                 a.out.join(columnar::TRACE_TCP).display(),
                 a.out.display()
             );
+        }
+        if let Some(frames) = captured {
+            println!("capture: {frames} frames in {}", a.out.join(CAPTURE_FILE).display());
         }
         let verdict: String = daqnet_study::verdict::verdict(&out.report, &scenario, &a.scenario.origin())
             .iter()

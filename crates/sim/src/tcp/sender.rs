@@ -211,6 +211,11 @@ impl Sender {
         self.sb.in_flight(self.limited_transmit || self.state != CaState::Disorder)
     }
 
+    /// The next sequence number to send.
+    pub fn snd_nxt(&self) -> u64 {
+        self.snd_nxt
+    }
+
     /// The connection's counters (retransmissions, timeouts, recoveries, probes).
     pub fn stats(&self) -> &TcpCounters {
         &self.stats
