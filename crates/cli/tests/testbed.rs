@@ -376,7 +376,7 @@ fn scenarios_a_testbed_cannot_emulate_are_refused_with_the_field() {
     let o = daqnet(&["testbed", "run", "scenarios/fabric/prototype.toml"]);
     assert!(text(&o).contains("field `network.fabric.leaf.kind`: is daqring"), "{}", text(&o));
     let o = daqnet(&["testbed", "run", INCAST, "--fail", "p0-spine0@1s"]);
-    assert!(text(&o).contains("--fail takes down a fabric element"), "{}", text(&o));
+    assert!(text(&o).contains("--fail: a fault takes down a fabric element, but"), "{}", text(&o));
     let o = daqnet(&["testbed", "run", INCAST, "--set", "network.tcp.min_rto_ns=1500000"]);
     assert!(text(&o).contains("network.tcp.min_rto_ns") && text(&o).contains("whole number of ms"), "{}", text(&o));
 }

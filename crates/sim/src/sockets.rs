@@ -360,7 +360,7 @@ impl<M: Copy> Sockets<M> {
     fn start_capture(&mut self, globs: &[String], sink: &mut dyn CaptureSink) {
         let spec = TraceSpec { ports: globs.to_vec(), senders: Vec::new(), every_ns: 1 };
         let targets = self.targets();
-        let (ports, _) = spec.resolve(&Targets { senders: Vec::new(), ..targets.clone() }).unwrap_or_default();
+        let (ports, _) = spec.resolve(&targets).unwrap_or_default();
         let mut index = vec![u32::MAX; self.fabric.ports.len()];
         for (i, &p) in ports.iter().enumerate() {
             index[p as usize] = i as u32;

@@ -197,30 +197,21 @@ impl<W: std::io::Write + Send> TraceWriter<W> {
     /// Writes port samples to `ports`, TCP samples to `tcp`.
     pub fn new(ports: W, tcp: W) -> anyhow::Result<Self> {
         let time = [Field::new("t_ns", DataType::UInt64, false), Field::new("t_s", DataType::Float64, false)];
-        let port_schema = Schema::new(
-            time.iter()
-                .cloned()
-                .chain([
-                    Field::new("port", DataType::Utf8, false),
-                    Field::new("queue_bytes", DataType::UInt64, false),
-                    Field::new("drops", DataType::UInt64, false),
-                ])
-                .collect::<Vec<_>>(),
-        );
-        let tcp_schema = Schema::new(
-            time.iter()
-                .cloned()
-                .chain([
-                    Field::new("sender", DataType::Utf8, false),
-                    Field::new("cwnd", DataType::UInt32, false),
-                    Field::new("ssthresh", DataType::UInt32, true),
-                    Field::new("srtt_ms", DataType::Float64, true),
-                    Field::new("in_flight", DataType::UInt32, false),
-                    Field::new("state", DataType::Utf8, false),
-                ])
-                .collect::<Vec<_>>(),
-        );
-        let schemas = (Arc::new(port_schema), Arc::new(tcp_schema));
+        let schema = |rest: Vec<Field>| Arc::new(Schema::new(time.iter().cloned().chain(rest).collect::<Vec<_>>()));
+        let port_schema = schema(vec![
+            Field::new("port", DataType::Utf8, false),
+            Field::new("queue_bytes", DataType::UInt64, false),
+            Field::new("drops", DataType::UInt64, false),
+        ]);
+        let tcp_schema = schema(vec![
+            Field::new("sender", DataType::Utf8, false),
+            Field::new("cwnd", DataType::UInt32, false),
+            Field::new("ssthresh", DataType::UInt32, true),
+            Field::new("srtt_ms", DataType::Float64, true),
+            Field::new("in_flight", DataType::UInt32, false),
+            Field::new("state", DataType::Utf8, false),
+        ]);
+        let schemas = (port_schema, tcp_schema);
         Ok(TraceWriter {
             ports: ArrowWriter::try_new(ports, schemas.0.clone(), None)?,
             tcp: ArrowWriter::try_new(tcp, schemas.1.clone(), None)?,
