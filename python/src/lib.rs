@@ -63,7 +63,7 @@ fn run_detached<T: Send>(
 ) -> PyResult<T> {
     let stop = AtomicBool::new(false);
     let (tx, mut rx) = mpsc::channel();
-    let (result, interrupted) = std::thread::scope(|s| {
+    let (result, failure) = std::thread::scope(|s| {
         let worker = s.spawn(|| {
             let tx = tx;
             work(&tx, &stop)
@@ -83,7 +83,6 @@ fn run_detached<T: Send>(
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
             if let Err(e) = py.check_signals() {
-                stop.store(true, Ordering::Relaxed);
                 failure.get_or_insert(e);
             }
             if failure.is_some() {
@@ -94,7 +93,7 @@ fn run_detached<T: Send>(
         (worker.join(), failure)
     });
     let result = result.map_err(|_| DaqnetError::new_err("the simulation panicked (a bug: please report it)"))?;
-    match interrupted {
+    match failure {
         Some(e) => Err(e),
         None => Ok(result),
     }

@@ -75,8 +75,8 @@ pub trait Dataflow {
 
 /// A trace to record during a run: what, and where the samples go.
 pub type Tracing<'a> = (TraceSpec, &'a mut dyn TraceSink);
-/// Ports to capture during a run (name globs), and where their frames go.
-pub type Capturing<'a> = (Vec<String>, &'a mut dyn CaptureSink);
+/// Ports to capture during a run (the `ports` of a spec), and where their frames go.
+pub type Capturing<'a> = (TraceSpec, &'a mut dyn CaptureSink);
 
 /// Captured frames gathered before they go to the sink.
 const CAPTURE_BATCH: usize = 8192;
@@ -98,8 +98,8 @@ pub fn run<D: Dataflow>(
 ) -> bool {
     let limit = (limit_s * NS_PER_S as f64) as Nanos;
     let mut tracer = trace.map(|(spec, sink)| Tracer::new(&spec, flow.parts().0, sink));
-    if let Some((globs, sink)) = capture.as_mut() {
-        flow.parts().0.start_capture(globs, &mut **sink);
+    if let Some((spec, sink)) = capture.as_mut() {
+        flow.parts().0.start_capture(spec, &mut **sink);
     }
     // Without a trace, one comparison per event.
     let mut next_sample = tracer.as_ref().map_or(Nanos::MAX, Tracer::next);
@@ -355,10 +355,9 @@ impl<M: Copy> Sockets<M> {
         }
     }
 
-    /// Starts capturing the ports whose names match `globs` (checked by the caller), telling
-    /// `sink` their names and the hosts'.
-    fn start_capture(&mut self, globs: &[String], sink: &mut dyn CaptureSink) {
-        let spec = TraceSpec { ports: globs.to_vec(), senders: Vec::new(), every_ns: 1 };
+    /// Starts capturing the ports `spec` selects (checked by the caller), telling `sink` their
+    /// names and the hosts'.
+    fn start_capture(&mut self, spec: &TraceSpec, sink: &mut dyn CaptureSink) {
         let targets = self.targets();
         let (ports, _) = spec.resolve(&targets).unwrap_or_default();
         let mut index = vec![u32::MAX; self.fabric.ports.len()];

@@ -47,7 +47,7 @@ pub struct TestbedRunOptions {
     /// leaf-spine only).
     pub faults: Vec<FaultPlan>,
     /// Queue series to record (`queue=` of the switch's ports, checked with
-    /// [`TestbedPlan::traced_ports`]), in wall time from the launch of the roles, to
+    /// [`TestbedPlan::trace_targets`]), in wall time from the launch of the roles, to
     /// `out/trace-ports.parquet`.
     pub trace: Option<TraceSpec>,
 }
@@ -361,9 +361,7 @@ fn write_trace(out: &std::path::Path, names: &[String], samples: &[PortSample]) 
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let mut w = TraceWriter::create(out)?;
     w.names(names, &[]);
-    for chunk in samples.chunks(8192) {
-        w.batch(chunk, &[]);
-    }
+    w.batch(samples, &[]);
     w.finish()?;
     Ok(())
 }

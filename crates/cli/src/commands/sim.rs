@@ -56,8 +56,13 @@ pub struct SimArgs {
     /// as in --trace, globs, `|` between several, e.g. `ru*->sw|node0->sw` (every readout
     /// unit's NIC and the collector's: all data and all ACKs of the collector's connections,
     /// each frame once). Headers only (payload cut, original length kept), simulated time.
-    #[arg(long, value_name = "PORTS")]
-    pub pcap: Option<String>,
+    #[arg(long, value_name = "PORTS", value_parser = parse_capture)]
+    pub pcap: Option<TraceSpec>,
+}
+
+/// `--pcap PORTS`: the ports of a trace spec, `queue=PORTS`.
+fn parse_capture(ports: &str) -> Result<TraceSpec, String> {
+    format!("queue={ports}").parse()
 }
 
 /// The scenario, with `--fail` checked against its fabric and `--trace` against its ports and
@@ -65,12 +70,13 @@ pub struct SimArgs {
 pub fn check(a: &SimArgs) -> anyhow::Result<Scenario> {
     let scenario = a.scenario.load()?;
     check_faults(&scenario, &a.fail)?;
-    if let Some(spec) = &a.trace {
-        spec.resolve(&daqnet_sim::trace_targets(&scenario)).map_err(|e| anyhow::anyhow!("--trace: {e}"))?;
-    }
-    if let Some(ports) = &a.pcap {
-        let spec: TraceSpec = format!("queue={ports}").parse().map_err(|e| anyhow::anyhow!("--pcap: {e}"))?;
-        spec.resolve(&daqnet_sim::trace_targets(&scenario)).map_err(|e| anyhow::anyhow!("--pcap: {e}"))?;
+    if a.trace.is_some() || a.pcap.is_some() {
+        let targets = daqnet_sim::trace_targets(&scenario);
+        for (flag, spec) in [("--trace", &a.trace), ("--pcap", &a.pcap)] {
+            if let Some(spec) = spec {
+                spec.resolve(&targets).map_err(|e| anyhow::anyhow!("{flag}: {e}"))?;
+            }
+        }
     }
     Ok(scenario)
 }
@@ -96,21 +102,13 @@ pub fn run(a: SimArgs) -> anyhow::Result<ExitCode> {
             CAPTURE_FILE,
         ],
     )?;
-    let mut pcap = match &a.pcap {
-        Some(ports) => {
-            std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
-            let globs = ports.split('|').map(|g| g.trim().to_string()).collect::<Vec<_>>();
-            Some((globs, PcapWriter::create(&a.out)?))
-        }
-        None => None,
-    };
-    let mut trace = match &a.trace {
-        Some(spec) => {
-            std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
-            Some((spec.clone(), columnar::TraceWriter::create(&a.out)?))
-        }
-        None => None,
-    };
+    if a.trace.is_some() || a.pcap.is_some() {
+        // The writers write as the run goes, into the output folder.
+        std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
+    }
+    let mut pcap = a.pcap.as_ref().map(|spec| anyhow::Ok((spec, PcapWriter::create(&a.out)?))).transpose()?;
+    let mut trace =
+        a.trace.as_ref().map(|spec| anyhow::Ok((spec, columnar::TraceWriter::create(&a.out)?))).transpose()?;
     let stop = daqnet_evb::launcher::interrupted();
     let total = scenario.run.warmup_events + scenario.run.events;
     let bar = if a.quiet || !std::io::stderr().is_terminal() { ProgressBar::hidden() } else { ProgressBar::new(total) };
@@ -128,8 +126,8 @@ pub fn run(a: SimArgs) -> anyhow::Result<ExitCode> {
             record_events: a.per_event,
             stop: Some(stop),
             faults: a.fail.clone(),
-            trace: trace.as_mut().map(|(spec, w)| (spec.clone(), w as &mut dyn TraceSink)),
-            capture: pcap.as_mut().map(|(globs, w)| (globs.clone(), w as &mut dyn CaptureSink)),
+            trace: trace.as_mut().map(|(spec, w)| ((*spec).clone(), w as &mut dyn TraceSink)),
+            capture: pcap.as_mut().map(|(spec, w)| ((*spec).clone(), w as &mut dyn CaptureSink)),
             ..Default::default()
         },
     );

@@ -9,6 +9,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, UInt32Type, UInt64Type};
 use arrow_array::{Array, RecordBatch};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// The columns of the port samples that can be drawn; any other `--y` is a TCP column.
@@ -98,6 +99,8 @@ fn lines(
         keep.push((c, v.split('|').collect()));
     }
     let mut out: Vec<(String, Vec<Point>)> = Vec::new();
+    // A trace holds a row per series per sample: find each row's line by name, not by scan.
+    let mut line_of: HashMap<String, usize> = HashMap::new();
     for batch in reader {
         let batch = batch?;
         let names = batch.column_by_name(group_col).context("no group column")?.as_string::<i32>().clone();
@@ -109,11 +112,12 @@ fn lines(
             if !keep.iter().all(|(_, vs)| vs.contains(&name)) {
                 continue;
             }
-            let label = prefix.map_or_else(|| name.to_string(), |p| format!("{p}: {name}"));
-            let at = match out.iter().position(|(n, _)| *n == label) {
-                Some(at) => at,
+            let at = match line_of.get(name) {
+                Some(&at) => at,
                 None => {
+                    let label = prefix.map_or_else(|| name.to_string(), |p| format!("{p}: {name}"));
                     out.push((label, Vec::new()));
+                    line_of.insert(name.to_string(), out.len() - 1);
                     out.len() - 1
                 }
             };
