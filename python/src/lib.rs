@@ -210,7 +210,7 @@ fn sweep<'py>(
             execute(&plan, &out, opts, &|p| {
                 let opts = SimOptions { record_events: per_event, stop: Some(stop), ..Default::default() };
                 let run = daqnet_sim::simulate(&p.scenario, &p.origin, opts);
-                Ok(PointOutput { report: run.report, events: run.events })
+                Ok(PointOutput { report: run.report, events: run.events, files: Vec::new() })
             })
         },
         |py, note| {

@@ -121,14 +121,14 @@ fn up_and_down_are_idempotent_and_leave_nothing_behind() {
     // Supervisor, 8 readout units, 2 nodes, the switch.
     assert_eq!(mine.len(), 12, "{mine:?}");
     // Offloads are off and the collector port queues at most the scenario's 600 kB.
-    let tc = Command::new("tc").args(["-n", "daqnet-t-updown-sw", "qdisc", "show", "dev", "c0"]).output().unwrap();
+    let tc = Command::new("tc").args(["-n", "daqnet-t-updown-sw", "qdisc", "show", "dev", "node0"]).output().unwrap();
     let tc = String::from_utf8_lossy(&tc.stdout);
     assert!(tc.contains("tbf") && tc.contains("rate 1Gbit") && tc.contains("overhead 24"), "{tc}");
     let o = daqnet(&up);
     assert!(text(&o).contains("already up"), "{}", text(&o));
     // Hosts reach each other through the bridge, and only inside the testbed.
     let ping = Command::new("ip")
-        .args(["netns", "exec", "daqnet-t-updown-c1", "bash", "-c", "exec 3<>/dev/tcp/10.88.16.1/9 || true"])
+        .args(["netns", "exec", "daqnet-t-updown-node1", "bash", "-c", "exec 3<>/dev/tcp/10.88.16.1/9 || true"])
         .output()
         .unwrap();
     // Port 9 is closed: a refusal proves the SYN reached readout 0's host and its RST came back.
@@ -264,7 +264,7 @@ fn incast_32_with_a_deep_buffer_runs_at_line_rate_without_timeouts() {
     // Kernel counters made it into the report: every readout host sent data.
     let hosts = r["hosts"].as_array().unwrap();
     assert_eq!(hosts.len(), 34);
-    let c0 = r["switch"]["ports"].as_array().unwrap().iter().find(|p| p["name"] == "sw->c0").unwrap();
+    let c0 = r["switch"]["ports"].as_array().unwrap().iter().find(|p| p["name"] == "sw->node0").unwrap();
     assert!(f(&c0["frames"]) > 100.0 * 32.0 * 45.0, "{c0}");
     assert!(f(&c0["peak_bytes"]) > 100_000.0, "the collector port never queued: {c0}");
 }
@@ -286,7 +286,7 @@ fn incast_32_with_a_shallow_buffer_has_rounds_held_up_by_the_200ms_rto() {
     // Each slow round waited for a retransmission timeout or a tail-loss probe (which waits
     // 2·SRTT + the minimum RTO when one segment is outstanding).
     assert!(f(&r["tcp"]["timeouts"]) + f(&r["tcp"]["loss_probes"]) >= slow as f64, "{}", r["tcp"]);
-    let c0 = r["switch"]["ports"].as_array().unwrap().iter().find(|p| p["name"] == "sw->c0").unwrap();
+    let c0 = r["switch"]["ports"].as_array().unwrap().iter().find(|p| p["name"] == "sw->node0").unwrap();
     assert!(f(&c0["peak_bytes"]) <= 200_000.0, "queued beyond the buffer: {c0}");
     assert!(f(&c0["drops"]) > 0.0);
 }
@@ -327,7 +327,7 @@ fn a_testbed_trace_shows_the_collector_port_filling_to_its_buffer_and_draining()
         "--out",
         &d,
         "--trace",
-        "queue=sw->c0,every=1ms",
+        "queue=sw->node0,cwnd=ru*->node0,every=1ms",
         "--set",
         "network.readout_link_bps=100M",
         "--set",
@@ -351,9 +351,68 @@ fn a_testbed_trace_shows_the_collector_port_filling_to_its_buffer_and_draining()
     let empty = samples.iter().filter(|s| s.1 == 0).count() as f64 / samples.len() as f64;
     assert!(empty > 0.3, "the port drained between bursts only {:.0} % of the time", 100.0 * empty);
     let r = report(&dir);
-    let c0 = r["switch"]["ports"].as_array().unwrap().iter().find(|p| p["name"] == "sw->c0").unwrap();
+    let c0 = r["switch"]["ports"].as_array().unwrap().iter().find(|p| p["name"] == "sw->node0").unwrap();
     assert!(samples.last().unwrap().2 <= c0["drops"].as_u64().unwrap(), "{c0}");
     assert!(samples.last().unwrap().2 > 0, "the trace saw the drops");
+    // The readout units' windows, from TCP_INFO on the same time axis: every sender was
+    // sampled; the drops sent some into loss recovery, which set a finite ssthresh; a window
+    // never falls below one segment; an SRTT is below the run; and while data is in flight
+    // the typical SRTT exceeds a full frame's serialization at 100 Mb/s (123 µs; before that,
+    // the handshake's 60-byte segments measure a few µs).
+    let tcp = window_trace(&dir);
+    let senders: std::collections::BTreeSet<&str> = tcp.iter().map(|w| w.sender.as_str()).collect();
+    assert_eq!(senders.len(), 32, "{senders:?}");
+    assert!(senders.iter().all(|s| s.starts_with("ru") && s.ends_with("->node0")), "{senders:?}");
+    assert!(tcp.iter().any(|w| w.state != "open"), "no sender ever left the open state");
+    assert!(tcp.iter().any(|w| w.ssthresh.is_some()), "no loss ever set ssthresh");
+    assert!(tcp.iter().all(|w| w.cwnd >= 1), "a window of no segment");
+    let run_ms = samples.last().unwrap().0 as f64 / 1e6 + 1000.0;
+    assert!(tcp.iter().filter_map(|w| w.srtt_ms).all(|r| r > 0.0 && r < run_ms), "an SRTT out of bounds");
+    let mut busy: Vec<f64> = tcp.iter().filter(|w| w.in_flight > 0).filter_map(|w| w.srtt_ms).collect();
+    busy.sort_by(f64::total_cmp);
+    assert!(
+        !busy.is_empty() && busy[busy.len() / 2] > 0.123,
+        "median SRTT in flight {:?} ms",
+        busy.get(busy.len() / 2)
+    );
+}
+
+/// One row of a run's `trace-tcp.parquet`.
+struct Window {
+    sender: String,
+    cwnd: u32,
+    ssthresh: Option<u32>,
+    srtt_ms: Option<f64>,
+    in_flight: u32,
+    state: String,
+}
+
+/// The rows of a run's `trace-tcp.parquet`.
+fn window_trace(dir: &Path) -> Vec<Window> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float64Type, UInt32Type};
+    use arrow_array::Array;
+    let file = std::fs::File::open(dir.join("trace-tcp.parquet")).expect("the run wrote its TCP trace");
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap();
+    let mut rows = Vec::new();
+    for b in reader {
+        let b = b.unwrap();
+        let col = |n: &str| b.column_by_name(n).unwrap().clone();
+        let (sender, state) = (col("sender"), col("state"));
+        let (sender, state) = (sender.as_string::<i32>(), state.as_string::<i32>());
+        let (cwnd, ss, srtt, fl) = (col("cwnd"), col("ssthresh"), col("srtt_ms"), col("in_flight"));
+        let (cwnd, ss) = (cwnd.as_primitive::<UInt32Type>(), ss.as_primitive::<UInt32Type>());
+        let (srtt, fl) = (srtt.as_primitive::<Float64Type>(), fl.as_primitive::<UInt32Type>());
+        rows.extend((0..b.num_rows()).map(|i| Window {
+            sender: sender.value(i).to_string(),
+            cwnd: cwnd.value(i),
+            ssthresh: (!ss.is_null(i)).then(|| ss.value(i)),
+            srtt_ms: (!srtt.is_null(i)).then(|| srtt.value(i)),
+            in_flight: fl.value(i),
+            state: state.value(i).to_string(),
+        }));
+    }
+    rows
 }
 
 #[test]
@@ -401,10 +460,31 @@ fn validate_runs_both_substrates_and_compares_them() {
         "-q",
         "--out",
         &d,
+        "--trace",
+        "queue=sw->node0,cwnd=ru*->node0,every=2ms",
     ]);
     assert!(o.status.success(), "{}", text(&o));
     let out = text(&o);
     assert!(out.contains("incast onset") && out.contains("medians where neither side has timeouts"), "{out}");
+    // The trajectories: every figure of both series on both sides, for both buffers; no
+    // queue on either side beyond its 4 MB or 100 kB buffer (plus a frame in transmission).
+    let traj = std::fs::read_to_string(dir.join("trajectories.csv")).unwrap();
+    let t: Vec<Vec<&str>> = traj.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    assert_eq!(t.len(), 2 * 8, "two points × (3 queue + 5 TCP figures): {traj}");
+    assert!(
+        t.iter().all(|r| r.len() == 6 && (r[2] == "share not open" || !r[3].is_empty() && !r[4].is_empty())),
+        "{traj}"
+    );
+    for r in t.iter().filter(|r| r[2] == "queue peak bytes") {
+        let cap = if r[0] == "4MB" { 4e6 } else { 100e3 } + 1518.0;
+        let (tb, sim): (f64, f64) = (r[3].parse().unwrap(), r[4].parse().unwrap());
+        assert!(tb > 0.0 && tb <= cap && sim > 0.0 && sim <= cap, "{r:?}");
+    }
+    assert!(
+        dir.join("testbed/points/p0003/trace-tcp.parquet").exists()
+            && dir.join("sim/points/p0003/trace-ports.parquet").exists()
+    );
+    assert!(!dir.join("scratch").exists(), "the scratch folder is removed");
     assert!(out.contains("(2 runs) | sim"), "each point's share range over its two runs: {out}");
     let compare = std::fs::read_to_string(dir.join("compare.csv")).unwrap();
     let rows: Vec<&str> = compare.lines().collect();
@@ -550,8 +630,8 @@ fn the_daqring_switch_forwards_100k_frames_once_each_and_in_order() {
         ..Default::default()
     };
     let switch = run::SoftSwitch::start(&testbed.plan, &opts).unwrap();
-    let host = |s: &str| testbed.plan.hosts.iter().find(|h| h.short == s).unwrap().clone();
-    let (tx, rx) = (host("r0"), host("c0"));
+    let host = |s: &str| testbed.plan.hosts.iter().find(|h| h.name == s).unwrap().clone();
+    let (tx, rx) = (host("ru0"), host("node0"));
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let reader = std::thread::spawn(move || {
         netns::within(&rx.ns, || {
@@ -579,7 +659,7 @@ fn the_daqring_switch_forwards_100k_frames_once_each_and_in_order() {
     ready_rx.recv_timeout(Duration::from_secs(5)).unwrap();
     netns::within(&tx.ns, || {
         let s = UdpSocket::bind((tx.ip, 0))?;
-        s.connect((host("c0").ip, 6000))?;
+        s.connect((host("node0").ip, 6000))?;
         let mut buf = vec![0u8; 1400];
         let start = Instant::now();
         for i in 0..N {

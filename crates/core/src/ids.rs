@@ -63,6 +63,27 @@ id!(
     ConnId(u32)
 );
 
+impl ReadoutId {
+    /// The readout unit's host name in every substrate's reports and traces (`ru3`).
+    pub fn host(self) -> String {
+        format!("ru{}", self.0)
+    }
+}
+
+impl NodeId {
+    /// The node's host name in every substrate's reports and traces (`node0`).
+    pub fn host(self) -> String {
+        format!("node{}", self.0)
+    }
+}
+
+impl WorkerId {
+    /// The sub-farm worker's host name in every substrate's reports and traces (`worker2`).
+    pub fn host(self) -> String {
+        format!("worker{}", self.0)
+    }
+}
+
 impl EventId {
     /// The event after this one.
     pub fn next(self) -> EventId {

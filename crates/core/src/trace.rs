@@ -57,6 +57,25 @@ impl std::str::FromStr for TraceSpec {
     }
 }
 
+impl std::fmt::Display for TraceSpec {
+    /// The spec as `daqnet role --trace` takes it back (`queue=A|B,cwnd=C,every=100us`).
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        if !self.ports.is_empty() {
+            parts.push(format!("queue={}", self.ports.join("|")));
+        }
+        if !self.senders.is_empty() {
+            parts.push(format!("cwnd={}", self.senders.join("|")));
+        }
+        parts.push(format!("every={}", humantime::format_duration(std::time::Duration::from_nanos(self.every_ns))));
+        f.write_str(&parts.join(","))
+    }
+}
+
+/// Linux's congestion states (`enum tcp_ca_state`, `tcpi_ca_state`) by number, as samples name
+/// them.
+pub const CA_STATES: [&str; 5] = ["open", "disorder", "cwr", "recovery", "loss"];
+
 /// The names a run can trace.
 #[derive(Debug, Clone, Default)]
 pub struct Targets {
@@ -67,6 +86,11 @@ pub struct Targets {
 }
 
 impl TraceSpec {
+    /// Whether the TCP sender named `name` (`ru3->node0`) is selected.
+    pub fn selects_sender(&self, name: &str) -> bool {
+        self.senders.iter().any(|g| glob::Pattern::new(g).is_ok_and(|p| p.matches(name)))
+    }
+
     /// The indices of the ports and senders this spec selects among `t`, or an error naming
     /// a pattern that selects nothing (with examples of what exists).
     pub fn resolve(&self, t: &Targets) -> Result<(Vec<u32>, Vec<u32>), String> {
@@ -185,6 +209,17 @@ mod tests {
         assert_eq!(s.senders, ["*->node0"]);
         assert_eq!(s.every_ns, DEFAULT_EVERY_NS);
         assert_eq!("queue=sw->node0,every=1.5ms".parse::<TraceSpec>().unwrap().every_ns, 1_500_000);
+    }
+
+    #[test]
+    fn a_spec_prints_as_it_parses() {
+        for text in ["queue=sw->node0|sw->node1,cwnd=*->node0,every=1ms", "cwnd=ru*->node3,every=100us"] {
+            let s: TraceSpec = text.parse().unwrap();
+            assert_eq!(s.to_string(), text);
+            assert_eq!(s.to_string().parse::<TraceSpec>().unwrap(), s);
+        }
+        let s: TraceSpec = "cwnd=ru*->node0".parse().unwrap();
+        assert!(s.selects_sender("ru12->node0") && !s.selects_sender("node0->ru12"));
     }
 
     #[test]

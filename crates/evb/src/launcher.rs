@@ -51,6 +51,9 @@ pub struct LaunchOptions {
     pub place: Option<Placement>,
     /// Called with (events finished, events in all — `None` for a timed run) as the run goes.
     pub progress: Option<OnProgress>,
+    /// TCP senders every readout unit and collector samples, into `out/trace-tcp-HOST.csv`
+    /// ([`crate::net::tcp_trace`]).
+    pub trace: Option<daqnet_core::trace::TraceSpec>,
 }
 
 /// A finished launch.
@@ -223,6 +226,9 @@ fn role_command(opts: &LaunchOptions, file: &Path, role: RoleId) -> anyhow::Resu
         a.per_event = opts.per_event;
         a.metrics = opts.metrics.clone();
         a.duration_s = opts.duration_s;
+    }
+    if matches!(role, RoleId::Readout(_) | RoleId::Collector(_)) {
+        a.trace = opts.trace.clone().filter(|t| !t.senders.is_empty());
     }
     if let RoleId::Readout(r) = role {
         a.corrupt_event = opts.corrupt.iter().filter(|(cr, _)| *cr == r).map(|(_, e)| e.0).collect();

@@ -67,6 +67,18 @@ impl RoleId {
         }
     }
 
+    /// The name of the role's host, as the simulator names it in reports and traces (`ru3`,
+    /// `node0`, `worker2`, `sfc`; the supervisor, which the simulator does not model, `sup`).
+    pub fn host(self) -> String {
+        match self {
+            RoleId::Supervisor => "sup".into(),
+            RoleId::Readout(r) => r.host(),
+            RoleId::Collector(n) => n.host(),
+            RoleId::Sfc => "sfc".into(),
+            RoleId::Worker(w) => w.host(),
+        }
+    }
+
     /// The role of `kind` with number `index`.
     pub fn new(kind: RoleKind, index: u32) -> RoleId {
         match kind {
@@ -145,6 +157,12 @@ pub struct RoleArgs {
     /// how the run goes (used by `daqnet run`).
     #[arg(long, hide = true)]
     pub launched: bool,
+    /// (readout, collector) Sample the TCP senders of SPEC (`cwnd=ru*->node0,every=1ms`: this
+    /// host's sending half towards a peer, named as the simulator names them) into
+    /// OUT/trace-tcp-HOST.csv: time (CLOCK_MONOTONIC ns), sender, cwnd, ssthresh, SRTT ns,
+    /// segments in flight, congestion state (Linux's number).
+    #[arg(long, value_name = "SPEC")]
+    pub trace: Option<daqnet_core::trace::TraceSpec>,
     /// (readout) Testing aid: corrupt one payload byte of this event.
     #[arg(long, value_name = "EVENT")]
     pub corrupt_event: Vec<u64>,
@@ -169,6 +187,7 @@ impl RoleArgs {
             duration_s: None,
             origin: None,
             launched: false,
+            trace: None,
             corrupt_event: Vec::new(),
             quiet: false,
         }
@@ -192,6 +211,7 @@ impl RoleArgs {
         self.metrics.iter().for_each(|s| opt("--metrics", s.into()));
         self.duration_s.iter().for_each(|d| opt("--duration-s", d.to_string().into()));
         self.origin.iter().for_each(|s| opt("--origin", s.into()));
+        self.trace.iter().for_each(|t| opt("--trace", t.to_string().into()));
         self.corrupt_event.iter().for_each(|e| opt("--corrupt-event", e.to_string().into()));
         let flags = [("--per-event", self.per_event), ("--launched", self.launched), ("--quiet", self.quiet)];
         a.extend(flags.into_iter().filter(|f| f.1).map(|f| OsString::from(f.0)));
@@ -260,6 +280,7 @@ mod tests {
         a.origin = Some("scenarios/x.toml".into());
         a.launched = true;
         a.corrupt_event = vec![4, 9];
+        a.trace = Some("cwnd=ru*->node0|node1->ru2,every=250us".parse().unwrap());
         a.quiet = true;
         assert_eq!(round_trip(&a), a);
         assert_eq!(a.role_id(), RoleId::Supervisor);

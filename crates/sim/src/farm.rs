@@ -100,7 +100,7 @@ impl<'a> FarmWorld<'a> {
         let net = &scenario.network;
         let n = farm.workers;
         let hosts = std::iter::once(("sfc".to_string(), farm.sfc_link_bps))
-            .chain((0..n).map(|w| (format!("worker{w}"), farm.worker_link_bps)))
+            .chain((0..n).map(|w| (WorkerId(w).host(), farm.worker_link_bps)))
             .collect();
         let fabric = Fabric::of_hosts(net, hosts);
         let params = TcpParams::from_config(&net.tcp, net.mss_bytes());

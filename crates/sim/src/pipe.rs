@@ -149,7 +149,7 @@ impl<'a> PipeWorld<'a> {
     fn new(scenario: &Scenario, opts: SimOptions<'a>) -> Self {
         let pipe = scenario.pipe.clone().expect("a pipe scenario has [pipe]");
         let n = pipe.nodes;
-        let hosts = (0..n).map(|i| (format!("node{i}"), pipe.link_bps)).collect();
+        let hosts = (0..n).map(|i| (NodeId(i).host(), pipe.link_bps)).collect();
         let fabric = Fabric::of_hosts(&scenario.network, hosts);
         let params = TcpParams::from_config(&scenario.network.tcp, scenario.network.mss_bytes());
         let pairs = (0..n).flat_map(move |b| (0..n).filter(move |&r| r != b).map(move |r| (b, r)));

@@ -12,5 +12,6 @@ pub mod points;
 pub mod study;
 pub mod sweep;
 pub mod table;
+pub mod trajectory;
 pub mod vary;
 pub mod verdict;

@@ -83,6 +83,9 @@ pub struct PointOutput {
     pub report: RunReport,
     /// Per-event records (empty unless asked for).
     pub events: Vec<EventRecord>,
+    /// Files the runner wrote elsewhere (a trace), moved into the point's folder under their
+    /// own names.
+    pub files: Vec<PathBuf>,
 }
 
 /// Which points this process runs: every `count`-th point starting at `index`.
@@ -287,6 +290,14 @@ fn write_point(out: &Path, p: &Point, o: &PointOutput, per_event: bool) -> anyho
     if per_event {
         write("events.csv", &EventRecord::to_csv(&o.events))?;
         crate::columnar::write_events(&tmp.join("events.parquet"), &o.events)?;
+    }
+    for f in &o.files {
+        let to = tmp.join(f.file_name().with_context(|| format!("{} names no file", f.display()))?);
+        // A rename cannot cross file systems; a copy can.
+        if std::fs::rename(f, &to).is_err() {
+            std::fs::copy(f, &to).with_context(|| format!("cannot move {} to {}", f.display(), to.display()))?;
+            let _ = std::fs::remove_file(f);
+        }
     }
     write("report.json", &o.report.to_json())?;
     crate::columnar::write_latency(&tmp.join("latency.parquet"), &o.report)?;

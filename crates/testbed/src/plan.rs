@@ -6,7 +6,7 @@ use crate::ovs::{FabricHosts, OvsFabric};
 use daqnet_core::scenario::{BufferConfig, CongestionControl, DaqringConfig, SwitchKind, Topology};
 use daqnet_core::Scenario;
 use daqnet_core::{NodeId, ReadoutId, WorkerId};
-use daqnet_evb::role::RoleId;
+use daqnet_evb::role::{RoleId, RoleKind};
 use daqnet_switch::config::{PortConfig, Route};
 use daqnet_switch::SwitchConfig;
 use std::net::Ipv4Addr;
@@ -83,10 +83,10 @@ const MAX_BRIDGE_PORTS: u32 = 1023;
 pub struct Host {
     /// The role it runs.
     pub role: RoleId,
-    /// Short name, unique in the testbed (`sup`, `r12`, `c3`); also the name of its port in
-    /// the switch namespace.
-    pub short: String,
-    /// Namespace name (`daqnet-<id>-<short>`).
+    /// Host name, unique in the testbed and the same as the simulator's (`sup`, `ru12`,
+    /// `node3`: [`RoleId::host`]); also the name of its port in the switch namespace.
+    pub name: String,
+    /// Namespace name (`daqnet-<id>-<name>`).
     pub ns: String,
     /// Its address in [`SUBNET`].
     pub ip: Ipv4Addr,
@@ -313,29 +313,23 @@ impl TestbedPlan {
         if !problems.is_empty() {
             return Err(problems);
         }
-        let ns = |short: &str| format!("{PREFIX}{id}-{short}");
+        let ns = |name: &str| format!("{PREFIX}{id}-{name}");
         let ip = |third: u32, i: u32| Ipv4Addr::new(10, 88, (third + i / 250) as u8, (i % 250 + 1) as u8);
-        let host =
-            |role, short: String, ip, link_bps| Host { role, ns: ns(&short), short, ip, link_bps, port_buffer_bytes };
+        let host = |role: RoleId, ip, link_bps| {
+            let name = role.host();
+            Host { role, ns: ns(&name), name, ip, link_bps, port_buffer_bytes }
+        };
         let list = match &sc.farm {
             // The SFC, then its workers.
-            Some(f) => std::iter::once(host(RoleId::Sfc, "sfc".into(), ip(0, 0), f.sfc_link_bps))
-                .chain(
-                    (0..f.workers)
-                        .map(|w| host(RoleId::Worker(WorkerId(w)), format!("w{w}"), ip(8, w), f.worker_link_bps)),
-                )
+            Some(f) => std::iter::once(host(RoleId::Sfc, ip(0, 0), f.sfc_link_bps))
+                .chain((0..f.workers).map(|w| host(RoleId::Worker(WorkerId(w)), ip(8, w), f.worker_link_bps)))
                 .collect(),
             None => {
-                let mut list =
-                    vec![host(RoleId::Supervisor, "sup".into(), ip(0, 0), n.node_link_bps.max(n.readout_link_bps))];
+                let mut list = vec![host(RoleId::Supervisor, ip(0, 0), n.node_link_bps.max(n.readout_link_bps))];
                 list.extend(
-                    (0..s.readout_units)
-                        .map(|r| host(RoleId::Readout(ReadoutId(r)), format!("r{r}"), ip(16, r), n.readout_link_bps)),
+                    (0..s.readout_units).map(|r| host(RoleId::Readout(ReadoutId(r)), ip(16, r), n.readout_link_bps)),
                 );
-                list.extend(
-                    (0..s.nodes)
-                        .map(|c| host(RoleId::Collector(NodeId(c)), format!("c{c}"), ip(8, c), n.node_link_bps)),
-                );
+                list.extend((0..s.nodes).map(|c| host(RoleId::Collector(NodeId(c)), ip(8, c), n.node_link_bps)));
                 list
             }
         };
@@ -454,13 +448,13 @@ impl TestbedPlan {
             }
             #[rustfmt::skip]
             v.push(run(&["ip", "link", "add", "eth0", "netns", ns, "address", &h.mac(), "mtu", &mtu, "type", "veth",
-                "peer", "name", &h.short, "netns", sw, "mtu", &mtu]));
+                "peer", "name", &h.name, "netns", sw, "mtu", &mtu]));
             v.push(Step::OffloadsOff { ns: ns.into(), dev: "eth0".into() });
-            v.push(Step::OffloadsOff { ns: sw.into(), dev: h.short.clone() });
+            v.push(Step::OffloadsOff { ns: sw.into(), dev: h.name.clone() });
             if bridge {
-                v.push(run(&["ip", "-n", sw, "link", "set", &h.short, "master", "br0", "up"]));
+                v.push(run(&["ip", "-n", sw, "link", "set", &h.name, "master", "br0", "up"]));
             } else {
-                v.push(run(&["ip", "-n", sw, "link", "set", &h.short, "up"]));
+                v.push(run(&["ip", "-n", sw, "link", "set", &h.name, "up"]));
                 // The daqring switch does not flood: every host knows its peers' MACs.
                 for peer in self.peers(h) {
                     #[rustfmt::skip]
@@ -479,7 +473,7 @@ impl TestbedPlan {
             v.push(Step::Run(route));
             v.push(shaper(ns, "eth0", h.link_bps, self.host_burst_ns, HOST_QUEUE_BYTES, self.mtu_bytes));
             if bridge {
-                v.push(shaper(sw, &h.short, h.link_bps, SWITCH_BURST_NS, h.port_buffer_bytes, self.mtu_bytes));
+                v.push(shaper(sw, &h.name, h.link_bps, SWITCH_BURST_NS, h.port_buffer_bytes, self.mtu_bytes));
             }
         }
         if let TestbedSwitch::Fabric(f) = &self.switch {
@@ -499,35 +493,56 @@ impl TestbedPlan {
     }
 
     /// The switch's ports whose queues are sampled during a run: (interface in the switch
-    /// namespace, name in the report, like `sw->c0`). None for the daqring switch, which
+    /// namespace, name in the report, like `sw->node0`). None for the daqring switch, which
     /// reports its own queues.
     pub fn sampled_ports(&self) -> Vec<(String, String)> {
         match &self.switch {
-            TestbedSwitch::Bridge => self.hosts.iter().map(|h| (h.short.clone(), format!("sw->{}", h.short))).collect(),
+            TestbedSwitch::Bridge => self.hosts.iter().map(|h| (h.name.clone(), format!("sw->{}", h.name))).collect(),
             TestbedSwitch::Fabric(f) => f.ports().into_iter().map(|p| (p.queue_dev.clone(), p.name())).collect(),
             TestbedSwitch::Daqring(_) => Vec::new(),
         }
     }
 
-    /// What a trace of this testbed can select: the sampled ports (TCP senders are not traced
-    /// here).
+    /// What a trace of this testbed can select: the sampled ports, and the data connections'
+    /// senders as the simulator names them (`node0->ru3` requests, `ru3->node0` responses;
+    /// a sub-farm's are not traced).
     pub fn trace_targets(&self) -> daqnet_core::trace::Targets {
-        daqnet_core::trace::Targets {
-            ports: self.sampled_ports().into_iter().map(|p| p.1).collect(),
-            senders: Vec::new(),
-        }
+        let of = |kind: RoleKind| self.hosts.iter().filter(move |h| h.role.kind() == kind).map(|h| h.name.as_str());
+        let senders = of(RoleKind::Collector)
+            .flat_map(|node| {
+                of(RoleKind::Readout).flat_map(move |ru| [format!("{node}->{ru}"), format!("{ru}->{node}")])
+            })
+            .collect();
+        daqnet_core::trace::Targets { ports: self.sampled_ports().into_iter().map(|p| p.1).collect(), senders }
     }
 
-    /// The interface that carries a host's event data out, and its name in the report (`r3->sw`),
+    /// Whether `spec` selects only what this testbed records: ports whose queues are sampled
+    /// (not the daqring switch's, which reports its own peaks) and the data senders of
+    /// [`TestbedPlan::trace_targets`].
+    pub fn check_trace(&self, spec: &daqnet_core::trace::TraceSpec) -> Result<(), String> {
+        if !spec.ports.is_empty() && self.daqring().is_some() {
+            return Err(
+                "the daqring switch's queues are not sampled during the run (its report has their peaks)".into()
+            );
+        }
+        if !spec.senders.is_empty() && self.hosts[0].role == RoleId::Sfc {
+            return Err(
+                "a sub-farm's TCP senders are not traced in the testbed (cwnd= is for the event builder)".into()
+            );
+        }
+        spec.resolve(&self.trace_targets()).map(drop)
+    }
+
+    /// The interface that carries a host's event data out, and its name in the report (`ru3->sw`),
     /// if it is the host's own: a readout unit's in a fabric are its bridge's uplinks, reported
     /// among the switch ports.
     pub fn data_egress(&self, h: &Host) -> Option<(String, String)> {
         match (&self.switch, h.role) {
             (TestbedSwitch::Fabric(_), RoleId::Collector(_)) => {
-                Some((crate::ovs::NODE_DEV.into(), format!("{}->fabric", h.short)))
+                Some((crate::ovs::NODE_DEV.into(), format!("{}->fabric", h.name)))
             }
             (TestbedSwitch::Fabric(_), RoleId::Readout(_)) => None,
-            _ => Some(("eth0".into(), format!("{}->sw", h.short))),
+            _ => Some(("eth0".into(), format!("{}->sw", h.name))),
         }
     }
 
@@ -565,7 +580,7 @@ impl TestbedPlan {
     /// host's line rate), a route per host MAC, a daqring per collector node.
     pub fn switch_config(&self) -> SwitchConfig {
         let daqring = self.daqring().cloned().unwrap_or_default();
-        let ports = self.hosts.iter().map(|h| PortConfig { name: h.short.clone(), rate_bps: h.link_bps }).collect();
+        let ports = self.hosts.iter().map(|h| PortConfig { name: h.name.clone(), rate_bps: h.link_bps }).collect();
         let routes = self.hosts.iter().enumerate().map(|(i, h)| Route { mac: h.mac(), port: i }).collect();
         let collectors: Vec<&Host> = self.hosts.iter().filter(|h| matches!(h.role, RoleId::Collector(_))).collect();
         let bucket = |h: &Host| (h.link_bps as u128 * SOFT_SWITCH_BURST_NS as u128 / 8 / 1_000_000_000) as u64;
@@ -637,10 +652,10 @@ mod tests {
     #[test]
     fn hosts_addresses_and_deploy() {
         let p = TestbedPlan::new(&incast(), "t1").unwrap();
-        let names: Vec<&str> = p.hosts.iter().map(|h| h.short.as_str()).collect();
-        assert_eq!(names, ["sup", "r0", "r1", "r2", "c0", "c1"]);
+        let names: Vec<&str> = p.hosts.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(names, ["sup", "ru0", "ru1", "ru2", "node0", "node1"]);
         assert_eq!(p.host(RoleId::Readout(ReadoutId(2))).ip, Ipv4Addr::new(10, 88, 16, 3));
-        assert_eq!(p.host(RoleId::Collector(NodeId(1))).ns, "daqnet-t1-c1");
+        assert_eq!(p.host(RoleId::Collector(NodeId(1))).ns, "daqnet-t1-node1");
         assert_eq!(p.switch_ns, "daqnet-t1-sw");
         assert!(p.hosts.iter().all(|h| h.port_buffer_bytes == 200_000));
         let d = p.deployed(&incast());
@@ -648,7 +663,7 @@ mod tests {
         assert_eq!(d.deploy.readouts, ["10.88.16.1:7100", "10.88.16.2:7100", "10.88.16.3:7100"]);
         assert_eq!(d.deploy.tcp_congestion, "cubic");
         assert_eq!(p.rto_min_ms, 5);
-        assert_eq!(id_of_namespace("daqnet-t1-c1"), Some("t1"));
+        assert_eq!(id_of_namespace("daqnet-t1-node1"), Some("t1"));
         assert_eq!(id_of_namespace("daqnet-run-42-sw"), Some("run-42"));
         assert_eq!(id_of_namespace("other-t1-c1"), None);
     }
@@ -663,17 +678,15 @@ mod tests {
         };
         let all: Vec<String> = steps.iter().map(cmd).collect();
         assert!(all.contains(
-            &"tc -n daqnet-t1-sw qdisc replace dev c0 root tbf rate 1000000000bit burst 16000 limit 200000 overhead 24"
+            &"tc -n daqnet-t1-sw qdisc replace dev node0 root tbf rate 1000000000bit burst 16000 limit 200000 overhead 24"
                 .to_string()
         ));
         assert!(all.contains(
-            &"tc -n daqnet-t1-r0 qdisc replace dev eth0 root tbf rate 1000000000bit burst 62500 limit 4194304 overhead 24"
+            &"tc -n daqnet-t1-ru0 qdisc replace dev eth0 root tbf rate 1000000000bit burst 62500 limit 4194304 overhead 24"
                 .to_string()
         ), "three readout hosts: the 500 µs floor");
-        assert!(all
-            .iter()
-            .any(|c| c.starts_with("ip -n daqnet-t1-c1 route replace 10.88.0.0/16")
-                && c.contains("rto_min 5ms initcwnd 10")));
+        assert!(all.iter().any(|c| c.starts_with("ip -n daqnet-t1-node1 route replace 10.88.0.0/16")
+            && c.contains("rto_min 5ms initcwnd 10")));
         let offloads = steps.iter().filter(|s| matches!(s, Step::OffloadsOff { .. })).count();
         assert_eq!(offloads, 2 * p.hosts.len());
         // The default bucket grows with the readout hosts: 1 ms for 32, 500 µs for 16.
@@ -684,7 +697,7 @@ mod tests {
         shallow.network.host_burst_ns = 250_000;
         let s = TestbedPlan::new(&shallow, "t1").unwrap().steps();
         assert!(s.iter().map(cmd).any(|c| c
-            == "tc -n daqnet-t1-r0 qdisc replace dev eth0 root tbf rate 1000000000bit burst 31250 limit 4194304 overhead 24"));
+            == "tc -n daqnet-t1-ru0 qdisc replace dev eth0 root tbf rate 1000000000bit burst 31250 limit 4194304 overhead 24"));
         // Namespaces exist before anything is put in them.
         let first_link = all.iter().position(|c| c.contains("type veth")).unwrap();
         let last_add = all.iter().rposition(|c| c.starts_with("ip netns add")).unwrap();
@@ -710,9 +723,12 @@ mod tests {
         let neigh = |ns: &str, ip: &str| {
             all.iter().any(|c| c.starts_with(&format!("ip -n daqnet-t1-{ns} neigh replace {ip} lladdr 02:00:0a:58:")))
         };
-        assert!(neigh("r0", "10.88.8.1") && neigh("c0", "10.88.16.1"), "readout units and collectors know each other");
-        assert!(neigh("r0", "10.88.0.1") && neigh("sup", "10.88.16.2"), "and the supervisor");
-        assert!(!neigh("r0", "10.88.16.2"), "readout units never talk to each other");
+        assert!(
+            neigh("ru0", "10.88.8.1") && neigh("node0", "10.88.16.1"),
+            "readout units and collectors know each other"
+        );
+        assert!(neigh("ru0", "10.88.0.1") && neigh("sup", "10.88.16.2"), "and the supervisor");
+        assert!(!neigh("ru0", "10.88.16.2"), "readout units never talk to each other");
         let c = p.switch_config();
         c.check().unwrap();
         assert_eq!(c.ports.len(), p.hosts.len());

@@ -11,9 +11,10 @@ use crate::qdisc::QdiscReader;
 use crate::static_cc;
 use anyhow::Context;
 use daqnet_core::report::{FabricStats, HostStats, PortStats, RunReport, SwitchStats, TcpCounters};
-use daqnet_core::trace::{PortSample, TraceSink, TraceSpec};
+use daqnet_core::trace::{PortSample, TcpSample, TraceSink, TraceSpec};
 use daqnet_core::Scenario;
 use daqnet_evb::launcher::{launch, LaunchOptions, Placement};
+use daqnet_evb::net::tcp_trace::{self, monotonic_ns};
 use daqnet_evb::role::RoleId;
 use daqnet_fabric::controller::FaultPlan;
 use daqnet_fabric::rules::{Bridge, Peer, Ports, LOCAL};
@@ -46,9 +47,9 @@ pub struct TestbedRunOptions {
     /// Fabric elements to take down, at times from the launch of the roles (parallel
     /// leaf-spine only).
     pub faults: Vec<FaultPlan>,
-    /// Queue series to record (`queue=` of the switch's ports, checked with
-    /// [`TestbedPlan::trace_targets`]), in wall time from the launch of the roles, to
-    /// `out/trace-ports.parquet`.
+    /// Series to record (checked with [`TestbedPlan::trace_targets`]), in wall time from the
+    /// launch of the roles: `queue=` of the switch's ports to `out/trace-ports.parquet`, `cwnd=`
+    /// of the TCP senders (sampled by the roles themselves) to `out/trace-tcp.parquet`.
     pub trace: Option<TraceSpec>,
 }
 
@@ -90,6 +91,7 @@ fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow:
     let plan = &testbed.plan;
     let sw = plan.switch_ns.clone();
     let (mut soft, mut sampler, mut control) = (None, None, None);
+    // The traces' time zero, on the clock every role process shares.
     let launched_at = Arc::new(std::sync::OnceLock::new());
     let trace = opts.trace.as_ref().map(|spec| {
         let picked = spec.resolve(&plan.trace_targets()).map(|(p, _)| p).unwrap_or_default();
@@ -115,20 +117,20 @@ fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow:
         out: opts.out.clone(),
         per_event: opts.per_event,
         place: Some(place),
+        trace: opts.trace.clone(),
         ..Default::default()
     };
-    let _ = launched_at.set(Instant::now());
+    let _ = launched_at.set(monotonic_ns());
     let launched = launch(&plan.deployed(sc), &mut launch_opts);
-    let ports = match (sampler, soft) {
-        (Some(s), _) => s.stop().and_then(|(ports, trace)| {
-            if let Some((names, samples)) = trace {
-                write_trace(&opts.out, &names, &samples)?;
-            }
-            Ok(ports)
-        }),
-        (None, Some(d)) => d.stop(),
+    let (ports, queues) = match (sampler, soft) {
+        (Some(s), _) => s.stop().map_or_else(|e| (Err(e), None), |(ports, queues)| (Ok(ports), queues)),
+        (None, Some(d)) => (d.stop(), None),
         (None, None) => unreachable!("one of them runs"),
     };
+    if let (Some(_), Some(&zero)) = (&opts.trace, launched_at.get()) {
+        let windows = tcp_trace::collect(&opts.out, zero)?;
+        write_trace(&opts.out, queues.unwrap_or_default(), windows)?;
+    }
     let (fabric, ovs_drops) = match control {
         Some((f, c)) => fabric_outcome(sc, f, c, &opts.faults)?,
         None => (None, BTreeMap::new()),
@@ -276,8 +278,8 @@ struct Tracing {
     /// Indices into the sampled ports.
     ports: Vec<usize>,
     every: Duration,
-    /// Set when the roles are launched: the trace's time zero.
-    launched_at: Arc<std::sync::OnceLock<Instant>>,
+    /// Set when the roles are launched: the trace's time zero ([`monotonic_ns`]).
+    launched_at: Arc<std::sync::OnceLock<u64>>,
 }
 
 /// What the sampler returns: the ports' statistics, and the traced ports' names and samples.
@@ -316,7 +318,7 @@ impl Sampler {
                     }
                     let launched = trace.as_ref().and_then(|t| Some((t, *t.launched_at.get()?)));
                     if let Some((t, start)) = launched.filter(|_| at >= next_trace) {
-                        let t_ns = at.saturating_duration_since(start).as_nanos() as u64;
+                        let t_ns = monotonic_ns().saturating_sub(start);
                         for (i, &p) in t.ports.iter().enumerate() {
                             let q = of(index[p]);
                             samples.push(PortSample {
@@ -355,13 +357,17 @@ impl Sampler {
     }
 }
 
-/// Writes the sampled queue series to `out/trace-ports.parquet` (and an empty
-/// `trace-tcp.parquet`), in the simulator's format.
-fn write_trace(out: &std::path::Path, names: &[String], samples: &[PortSample]) -> anyhow::Result<()> {
+/// Writes the sampled queues to `out/trace-ports.parquet` and the TCP senders' windows to
+/// `out/trace-tcp.parquet`, in the simulator's format: (names, samples) of each.
+fn write_trace(
+    out: &std::path::Path,
+    (ports, queues): (Vec<String>, Vec<PortSample>),
+    (senders, windows): (Vec<String>, Vec<TcpSample>),
+) -> anyhow::Result<()> {
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let mut w = TraceWriter::create(out)?;
-    w.names(names, &[]);
-    w.batch(samples, &[]);
+    w.names(&ports, &senders);
+    w.batch(&queues, &windows);
     w.finish()?;
     Ok(())
 }
@@ -373,7 +379,7 @@ fn ifindex(name: &str) -> u32 {
     unsafe { libc::if_nametoindex(c.as_ptr()) }
 }
 
-/// Every host's own egress port (`r3->sw`: drops and frames; its backlog is not sampled) and
+/// Every host's own egress port (`ru3->sw`: drops and frames; its backlog is not sampled) and
 /// TCP counters, read in one visit to its namespace.
 fn host_stats(plan: &TestbedPlan) -> anyhow::Result<(Vec<Option<PortStats>>, Vec<HostStats>)> {
     plan.hosts
@@ -391,7 +397,7 @@ fn host_stats(plan: &TestbedPlan) -> anyhow::Result<(Vec<Option<PortStats>>, Vec
             // TCPLossFailures and the like break the same timeouts down by connection state).
             let timeouts = get("TcpExtTCPTimeouts");
             let stats = HostStats {
-                host: h.short.clone(),
+                host: h.name.clone(),
                 tcp: TcpCounters {
                     retransmits: get("TcpRetransSegs"),
                     timeouts,

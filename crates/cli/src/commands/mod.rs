@@ -157,17 +157,30 @@ pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// A sweep runner that simulates each point.
+/// A sweep runner that simulates each point; with `trace` (a spec, a scratch folder) each
+/// point also records its trace.
 pub fn sim_point(
     per_event: bool,
+    trace: Option<(daqnet_sim::trace::TraceSpec, PathBuf)>,
 ) -> impl Fn(&daqnet_study::sweep::Point) -> anyhow::Result<daqnet_study::sweep::PointOutput> + Sync {
     move |p| {
         let stop = Some(daqnet_evb::launcher::interrupted());
-        let out = daqnet_sim::simulate(
-            &p.scenario,
-            &p.origin,
-            daqnet_sim::SimOptions { record_events: per_event, stop, ..Default::default() },
-        );
-        Ok(daqnet_study::sweep::PointOutput { report: out.report, events: out.events })
+        let mut opts = daqnet_sim::SimOptions { record_events: per_event, stop, ..Default::default() };
+        // A trace goes to a scratch folder of its own; the sweep moves it into the point's.
+        let mut writer = None;
+        if let Some((spec, scratch)) = &trace {
+            let dir = scratch.join(format!("p{:04}", p.meta.index));
+            std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+            writer = Some((spec, dir.clone(), daqnet_study::columnar::TraceWriter::create(&dir)?));
+        }
+        opts.trace = writer.as_mut().map(|(spec, _, w)| ((*spec).clone(), w as &mut dyn daqnet_sim::trace::TraceSink));
+        let out = daqnet_sim::simulate(&p.scenario, &p.origin, opts);
+        let mut files = Vec::new();
+        if let Some((_, dir, w)) = writer {
+            w.finish().context("cannot write the trace")?;
+            let names = [daqnet_study::columnar::TRACE_PORTS, daqnet_study::columnar::TRACE_TCP];
+            files.extend(names.map(|n| dir.join(n)));
+        }
+        Ok(daqnet_study::sweep::PointOutput { report: out.report, events: out.events, files })
     }
 }

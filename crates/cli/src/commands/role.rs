@@ -26,13 +26,20 @@ pub fn run(a: RoleArgs) -> anyhow::Result<ExitCode> {
                 layout.readout_units()
             );
             let corrupt_events = a.corrupt_event.iter().map(|&e| EventId(e)).collect();
-            let opts =
-                readout::ReadoutOptions { index: r, supervisor: supervisor_addr, listen: a.listen, corrupt_events };
+            let trace = a.trace.map(|t| (t, a.out));
+            let opts = readout::ReadoutOptions {
+                index: r,
+                supervisor: supervisor_addr,
+                listen: a.listen,
+                corrupt_events,
+                trace,
+            };
             role_exit(block_on(1, readout::run(&sc, opts))?)
         }
         RoleId::Collector(n) => {
             anyhow::ensure!(layout.has_node(n), "--index {n}: the scenario has nodes 0..{}", layout.nodes());
-            let opts = collector::CollectorOptions { index: n, supervisor: supervisor_addr };
+            let trace = a.trace.map(|t| (t, a.out));
+            let opts = collector::CollectorOptions { index: n, supervisor: supervisor_addr, trace };
             // One thread: fragments are verified on the connection tasks, between the loop's turns.
             role_exit(block_on(1, collector::run(&sc, opts))?)
         }

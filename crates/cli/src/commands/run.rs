@@ -91,6 +91,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         duration_s: a.duration_s,
         corrupt: a.corrupt,
         place: None,
+        trace: None,
         progress: Some(Box::new({
             let bar = bar.clone();
             move |done, total| {

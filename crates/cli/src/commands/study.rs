@@ -70,7 +70,7 @@ pub fn run(a: StudyArgs) -> anyhow::Result<ExitCode> {
         stop: Some(daqnet_evb::launcher::interrupted()),
     };
     let t0 = std::time::Instant::now();
-    let done = sweep::execute(&plan, &out, opts, &super::sim_point(plan.per_event))?;
+    let done = sweep::execute(&plan, &out, opts, &super::sim_point(plan.per_event, None))?;
     bar.finish_and_clear();
     let code = super::sweep::finish(&done, &out, a.quiet)?;
     let table = Table::read(&done.table)?;

@@ -94,7 +94,7 @@ pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
         observer: Some(&observe),
         stop: Some(daqnet_evb::launcher::interrupted()),
     };
-    let done = sweep::execute(&plan, &out, opts, &super::sim_point(plan.per_event))?;
+    let done = sweep::execute(&plan, &out, opts, &super::sim_point(plan.per_event, None))?;
     bar.finish_and_clear();
     finish(&done, &out, a.quiet)
 }

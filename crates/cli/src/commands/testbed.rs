@@ -24,7 +24,7 @@ use std::process::ExitCode;
 #[command(after_help = "Examples:\n  \
 daqnet testbed run scenarios/testbed/incast-32.toml\n  \
 daqnet testbed run scenarios/testbed/incast-32.toml --set network.switch.buffer.port_bytes=4MB\n  \
-daqnet testbed up scenarios/testbed/incast-32.toml  # then: ip netns exec daqnet-incast-32-c0 sh\n  \
+daqnet testbed up scenarios/testbed/incast-32.toml  # then: ip netns exec daqnet-incast-32-node0 sh\n  \
 daqnet testbed down scenarios/testbed/incast-32.toml\n\
 Compare with the simulator over a sweep: daqnet validate FILE --vary PATH=LIST (docs/testbed.md).")]
 pub struct TestbedArgs {
@@ -88,27 +88,20 @@ struct RunArgs {
     /// and replaces the rules; the report's `fabric.faults` has the times.
     #[arg(long, value_name = "ELEMENT@TIME", value_parser = clap::value_parser!(daqnet_sim::FaultPlan))]
     fail: Vec<daqnet_fabric::controller::FaultPlan>,
-    /// Record the switch ports' queue series to trace-ports.parquet, as `daqnet sim --trace`
-    /// does: `queue=PORTS,every=DURATION` (ports named like `sw->c0`; the qdisc backlog read
-    /// over rtnetlink, wall time from the start of the roles; below 1ms the sampling itself
-    /// takes a share of the CPU the run needs). Draw beside a simulation's with
-    /// `daqnet plot SIM_DIR TESTBED_DIR --kind series`.
+    /// Record time series as `daqnet sim --trace` does, with the simulator's names:
+    /// `queue=PORTS,cwnd=SENDERS,every=DURATION`. Ports (`sw->node0`): the qdisc backlog and
+    /// drops read over rtnetlink, to trace-ports.parquet. Senders (`ru3->node0`, `node0->ru3`):
+    /// cwnd, ssthresh, SRTT, segments in flight and congestion state from each role's
+    /// getsockopt(TCP_INFO), to trace-tcp.parquet. Wall time from the start of the roles;
+    /// below 1ms the sampling itself takes a share of the CPU the run needs. Draw beside a
+    /// simulation's with `daqnet plot SIM_DIR TESTBED_DIR --kind series`.
     #[arg(long, value_name = "SPEC", value_parser = clap::value_parser!(daqnet_sim::trace::TraceSpec))]
     trace: Option<daqnet_sim::trace::TraceSpec>,
 }
 
-/// Checks that `--trace` selects queues this testbed samples.
+/// Checks that `--trace` selects what this testbed records.
 fn check_trace(plan: &TestbedPlan, trace: Option<&daqnet_sim::trace::TraceSpec>) -> anyhow::Result<()> {
-    let Some(spec) = trace else { return Ok(()) };
-    anyhow::ensure!(
-        spec.senders.is_empty(),
-        "--trace: the testbed records queues (queue=) only; TCP windows (cwnd=) are traced in the simulator"
-    );
-    anyhow::ensure!(
-        !matches!(plan.switch, TestbedSwitch::Daqring(_)),
-        "--trace: the daqring switch's queues are not sampled during the run (its report has their peaks)"
-    );
-    spec.resolve(&plan.trace_targets()).map(drop).map_err(|e| anyhow::anyhow!("--trace: {e}"))
+    trace.map_or(Ok(()), |spec| plan.check_trace(spec).map_err(|e| anyhow::anyhow!("--trace: {e}")))
 }
 
 /// Checks the command line, the scenario and the testbed's plan without touching the system.
@@ -160,7 +153,7 @@ pub fn run(a: TestbedArgs) -> anyhow::Result<ExitCode> {
                 Up::AlreadyUp => println!("testbed {id}: already up"),
             }
             for h in &p.hosts {
-                println!("  {:<5} {:<16} {}", h.short, h.ip, h.ns);
+                println!("  {:<5} {:<16} {}", h.name, h.ip, h.ns);
             }
             let switch = match &p.switch {
                 TestbedSwitch::Bridge => "(bridge br0)".to_string(),

@@ -1,10 +1,12 @@
 //! `daqnet validate`: the same sweep in the testbed and in the simulator, side by side.
 
 use clap::Args;
+use daqnet_study::columnar::{TRACE_PORTS, TRACE_TCP};
 use daqnet_study::compare::{self, Criteria};
 use daqnet_study::plot::{draw, Kind, PlotSpec};
 use daqnet_study::sweep::{self, ExecOptions, Point, PointOutput, Shard, SweepPlan};
 use daqnet_study::table::Table;
+use daqnet_study::trajectory;
 use daqnet_study::vary::Axis;
 use daqnet_testbed::run::TestbedRunOptions;
 use std::path::{Path, PathBuf};
@@ -48,6 +50,14 @@ pub struct ValidateArgs {
     /// A point has incast when at least this share of its events waited ≥ 100 ms.
     #[arg(long, default_value_t = 0.01)]
     incast_share: f64,
+    /// Also record time series on both sides (`queue=sw->node0,cwnd=ru*->node0,every=1ms`, as
+    /// `daqnet testbed run --trace` takes it) and compare their trajectories: per port the
+    /// queue's mean, 90th percentile and peak while it is in use, over the TCP senders the
+    /// window's median and 90th percentile, segments in flight, SRTT and the share of time in
+    /// loss recovery (DIR/trajectories.csv; each point's traces stay in its folder, for
+    /// `daqnet plot DIR/testbed/points/p0000 DIR/sim/points/p0000 --kind series`).
+    #[arg(long, value_name = "SPEC", value_parser = clap::value_parser!(daqnet_sim::trace::TraceSpec))]
+    trace: Option<daqnet_sim::trace::TraceSpec>,
     /// No progress bars.
     #[arg(long, short)]
     quiet: bool,
@@ -68,7 +78,12 @@ fn plan(a: &ValidateArgs, sets: Vec<String>) -> anyhow::Result<SweepPlan> {
     );
     let plan = SweepPlan::single(&a.scenario.file, sets, axes, a.repeat, false);
     for p in plan.points()? {
-        daqnet_testbed::plan::TestbedPlan::checked(&p.scenario, "check", &p.origin)?;
+        let testbed = daqnet_testbed::plan::TestbedPlan::checked(&p.scenario, "check", &p.origin)?;
+        if let Some(spec) = &a.trace {
+            testbed.check_trace(spec).map_err(|e| anyhow::anyhow!("--trace (testbed): {e}"))?;
+            let sim = daqnet_sim::trace_targets(&p.scenario);
+            spec.resolve(&sim).map_err(|e| anyhow::anyhow!("--trace (simulator): {e}"))?;
+        }
     }
     Ok(plan)
 }
@@ -78,8 +93,11 @@ pub fn check(a: &ValidateArgs) -> anyhow::Result<()> {
     plan(a, a.scenario.sets()).map(drop)
 }
 
-/// A sweep runner that runs each point in a testbed of its own.
-fn testbed_point(scratch: PathBuf) -> impl Fn(&Point) -> anyhow::Result<PointOutput> + Sync {
+/// A sweep runner that runs each point in a testbed of its own, recording `trace` if given.
+fn testbed_point(
+    scratch: PathBuf,
+    trace: Option<daqnet_sim::trace::TraceSpec>,
+) -> impl Fn(&Point) -> anyhow::Result<PointOutput> + Sync {
     move |p| {
         let out = scratch.join(format!("p{:04}", p.meta.index));
         let opts = TestbedRunOptions {
@@ -90,17 +108,25 @@ fn testbed_point(scratch: PathBuf) -> impl Fn(&Point) -> anyhow::Result<PointOut
             quiet: true,
             stop: Some(daqnet_evb::launcher::interrupted()),
             faults: Vec::new(),
-            trace: None,
+            trace: trace.clone(),
         };
         let done = daqnet_testbed::run::run(&p.scenario, &opts)?;
-        let _ = std::fs::remove_dir_all(&out);
+        // The trace stays until the sweep has moved it into the point's folder.
+        let files = [TRACE_PORTS, TRACE_TCP].map(|f| out.join(f));
+        if trace.is_none() {
+            let _ = std::fs::remove_dir_all(&out);
+        }
         anyhow::ensure!(
             done.exit_code == 0,
             "the testbed run failed (exit {}): {:?}",
             done.exit_code,
             done.report.faults
         );
-        Ok(PointOutput { report: done.report, events: Vec::new() })
+        Ok(PointOutput {
+            report: done.report,
+            events: Vec::new(),
+            files: trace.as_ref().map_or(Vec::new(), |_| files.into()),
+        })
     }
 }
 
@@ -144,13 +170,15 @@ pub fn run(a: ValidateArgs) -> anyhow::Result<ExitCode> {
     if !a.quiet {
         eprintln!("testbed: {} runs, one at a time", plan.len());
     }
-    let tb = sweep::execute(&plan, &tb_dir, one, &testbed_point(out.join("scratch")))?;
+    let tb = sweep::execute(&plan, &tb_dir, one, &testbed_point(out.join("scratch"), a.trace.clone()))?;
     bar.finish_and_clear();
     let _ = std::fs::remove_dir_all(out.join("scratch"));
     let (bar, observe) = super::sweep_progress(a.quiet);
     let all = ExecOptions { jobs: super::cores(), shard: Shard::ALL, observer: Some(&observe), stop };
-    let sim = sweep::execute(&plan, &sim_dir, all, &super::sim_point(false))?;
+    let traced = a.trace.clone().map(|t| (t, out.join("scratch")));
+    let sim = sweep::execute(&plan, &sim_dir, all, &super::sim_point(false, traced))?;
     bar.finish_and_clear();
+    let _ = std::fs::remove_dir_all(out.join("scratch"));
     for (side, done, dir) in [("testbed", &tb, &tb_dir), ("sim", &sim, &sim_dir)] {
         for (i, e) in &done.failures {
             eprintln!("error: {side} point {i} ({}) failed: {e}", sweep::point_dir(dir, *i).display());
@@ -181,7 +209,13 @@ pub fn run(a: ValidateArgs) -> anyhow::Result<ExitCode> {
     draw(&table, &spec(Kind::Box, "latency", "data-collection latency (ms)"), &out.join("latency.png"))?;
     draw(&table, &spec(Kind::Line, "share_ge_100ms", "share of events ≥ 100 ms"), &out.join("slow-events.png"))?;
     print!("{}", compare::render(&pairs, &agreement, &criteria, names));
-    println!("written: {}/compare.csv, table.csv, latency.png, slow-events.png", out.display());
+    let mut written = "compare.csv, table.csv, latency.png, slow-events.png".to_string();
+    if a.trace.is_some() {
+        let text = trajectory::compare(&plan, (&tb_dir, &sim_dir), names, &out.join("trajectories.csv"))?;
+        println!("trajectories (while each series is active; runs of a point averaged):\n{text}");
+        written += ", trajectories.csv";
+    }
+    println!("written: {}/{written}", out.display());
     let failed = tb.failures.len() + sim.failures.len();
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

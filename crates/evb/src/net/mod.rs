@@ -1,4 +1,5 @@
 //! Connections between roles: the transports and the per-connection tasks.
 
 pub mod link;
+pub mod tcp_trace;
 pub mod transport;

@@ -50,10 +50,41 @@ pub struct TcpCount {
 /// reads the right socket for as long as it lives, however the connection's halves end.
 pub struct TcpStats(std::os::fd::OwnedFd);
 
-/// Offsets in Linux's `struct tcp_info` (include/uapi/linux/tcp.h): `tcpi_total_retrans` (a
-/// u32 since 2.6), `tcpi_total_rto` (a u16 after `tcpi_rehash`, since 6.7).
+/// A TCP sender's state now, as `getsockopt(TCP_INFO)` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpWindow {
+    /// Congestion window, segments (`tcpi_snd_cwnd`).
+    pub cwnd: u32,
+    /// Slow-start threshold, segments; `None` while still infinite (as `ss` shows it: only
+    /// below 0xFFFF).
+    pub ssthresh: Option<u32>,
+    /// Smoothed RTT, ns (`tcpi_rtt`, µs); `None` before the first RTT sample.
+    pub srtt_ns: Option<u64>,
+    /// Segments in flight: `tcp_packets_in_flight` = unacked − (sacked + lost) + retrans.
+    pub in_flight: u32,
+    /// Congestion state (`tcpi_ca_state`), an index into [`daqnet_core::trace::CA_STATES`].
+    pub ca_state: u8,
+    /// The connection is closed (`tcpi_state` is `TCP_CLOSE`): nothing more to sample.
+    pub closed: bool,
+}
+
+/// Offsets in Linux's `struct tcp_info` (include/uapi/linux/tcp.h): the u8 `tcpi_state` and
+/// `tcpi_ca_state` first; u32 `tcpi_unacked`, `tcpi_sacked`, `tcpi_lost`, `tcpi_retrans`,
+/// `tcpi_rtt`, `tcpi_snd_ssthresh`, `tcpi_snd_cwnd` and `tcpi_total_retrans` (all since 2.6);
+/// `tcpi_total_rto` (a u16 after `tcpi_rehash`, since 6.7).
+const STATE_AT: usize = 0;
+const CA_STATE_AT: usize = 1;
+const UNACKED_AT: usize = 24;
+const SACKED_AT: usize = 28;
+const LOST_AT: usize = 32;
+const RETRANS_AT: usize = 36;
+const RTT_AT: usize = 68;
+const SSTHRESH_AT: usize = 76;
+const CWND_AT: usize = 80;
 const TOTAL_RETRANS_AT: usize = 100;
 const TOTAL_RTO_AT: usize = 240;
+/// `TCP_CLOSE` in `tcpi_state` (include/net/tcp_states.h).
+const TCP_CLOSE: u8 = 7;
 
 impl TcpStats {
     /// Counters of the socket `fd` (its own duplicate of the descriptor).
@@ -61,8 +92,14 @@ impl TcpStats {
         fd.try_clone_to_owned().ok().map(TcpStats)
     }
 
-    /// The counters now, or `None` if the kernel does not say.
-    pub fn read(&self) -> Option<TcpCount> {
+    /// Another handle on the same socket (a second `dup`).
+    pub fn try_clone(&self) -> Option<TcpStats> {
+        self.0.try_clone().ok().map(TcpStats)
+    }
+
+    /// `struct tcp_info` as the kernel fills it, and how many bytes it filled; `None` if it
+    /// does not say or says too little for [`TOTAL_RETRANS_AT`].
+    fn tcp_info(&self) -> Option<([u8; 512], usize)> {
         use std::os::fd::AsRawFd;
         let mut buf = [0u8; 512];
         let mut len = buf.len() as libc::socklen_t;
@@ -70,17 +107,38 @@ impl TcpStats {
         let rc = unsafe {
             libc::getsockopt(self.0.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_INFO, buf.as_mut_ptr().cast(), &mut len)
         };
-        let len = len as usize;
-        if rc != 0 || len < TOTAL_RETRANS_AT + 4 {
-            return None;
-        }
-        let u32_at = |i: usize| u32::from_ne_bytes(buf[i..i + 4].try_into().expect("4 bytes")) as u64;
+        (rc == 0 && len as usize >= TOTAL_RETRANS_AT + 4).then_some((buf, len as usize))
+    }
+
+    /// The counters now, or `None` if the kernel does not say.
+    pub fn read(&self) -> Option<TcpCount> {
+        let (buf, len) = self.tcp_info()?;
+        let u32_at = |i: usize| u32_at(&buf, i) as u64;
         let u16_at = |i: usize| u16::from_ne_bytes(buf[i..i + 2].try_into().expect("2 bytes")) as u64;
         Some(TcpCount {
             retransmits: u32_at(TOTAL_RETRANS_AT),
             timeouts: (len >= TOTAL_RTO_AT + 2).then(|| u16_at(TOTAL_RTO_AT)),
         })
     }
+
+    /// The sender's window and state now, or `None` if the kernel does not say.
+    pub fn window(&self) -> Option<TcpWindow> {
+        let (buf, _) = self.tcp_info()?;
+        let at = |i: usize| u32_at(&buf, i);
+        let in_flight = (at(UNACKED_AT) + at(RETRANS_AT)).saturating_sub(at(SACKED_AT) + at(LOST_AT));
+        Some(TcpWindow {
+            cwnd: at(CWND_AT),
+            ssthresh: Some(at(SSTHRESH_AT)).filter(|&t| t < 0xFFFF),
+            srtt_ns: Some(at(RTT_AT) as u64 * 1000).filter(|&t| t > 0),
+            in_flight,
+            ca_state: buf[CA_STATE_AT],
+            closed: buf[STATE_AT] == TCP_CLOSE,
+        })
+    }
+}
+
+fn u32_at(buf: &[u8], i: usize) -> u32 {
+    u32::from_ne_bytes(buf[i..i + 4].try_into().expect("4 bytes"))
 }
 
 /// Accepts connections.
@@ -213,9 +271,14 @@ mod tests {
             let addr = l.local_addr();
             let (c, a) = tokio::join!(t.connect(&addr), l.accept());
             let (c, _a) = (c.unwrap(), a.unwrap());
-            let n = c.stats.as_ref().expect("TCP has counters").read().expect("the kernel reports them");
+            let stats = c.stats.as_ref().expect("TCP has counters");
+            let n = stats.read().expect("the kernel reports them");
             assert_eq!(n.retransmits, 0);
             assert!(n.timeouts.is_none_or(|t| t == 0));
+            // Nothing sent yet: the route's initial window (10 segments by default,
+            // RFC 6928), nothing in flight, state open, slow start not yet ended.
+            let w = stats.window().expect("the kernel reports the window");
+            assert_eq!((w.cwnd, w.in_flight, w.ca_state, w.ssthresh, w.closed), (10, 0, 0, None, false));
         });
     }
 }

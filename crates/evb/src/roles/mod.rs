@@ -11,6 +11,7 @@ pub mod readout;
 pub mod supervisor;
 
 use crate::net::link::{connect_until, first_message, spawn_link, Sender};
+use crate::net::tcp_trace::TcpTrace;
 use crate::net::transport::{from_deploy, Conn, Listener, Transport};
 use crate::role::RoleId;
 use crate::wire::{FrameDecoder, Message};
@@ -96,6 +97,8 @@ pub(crate) struct Setup {
     epoch: Instant,
     run_id: u64,
     me: RoleId,
+    /// The TCP senders being traced (`daqnet role --trace`).
+    trace: Option<Arc<TcpTrace>>,
 }
 
 impl Setup {
@@ -110,7 +113,29 @@ impl Setup {
             epoch: Instant::now(),
             run_id: d.run_id,
             me,
+            trace: None,
         }
+    }
+
+    /// Samples the connections of [`Setup::dial`] and [`Setup::watch`] that `trace` selects
+    /// (`OUT/trace-tcp-HOST.csv`); [`Setup::finish_trace`] ends it.
+    fn traced(mut self, trace: Option<&(daqnet_core::trace::TraceSpec, std::path::PathBuf)>) -> anyhow::Result<Self> {
+        if let Some((spec, out)) = trace.filter(|t| !t.0.senders.is_empty()) {
+            self.trace = Some(Arc::new(TcpTrace::start(spec.clone(), self.me, out)?));
+        }
+        Ok(self)
+    }
+
+    /// Traces this role's sending half of `c` towards `peer`, if the trace selects it.
+    fn watch(&self, peer: RoleId, c: &Conn) {
+        if let Some(t) = &self.trace {
+            t.watch(peer, c.stats.as_ref());
+        }
+    }
+
+    /// Ends the trace and writes what is left (the role's last act).
+    fn finish_trace(&self) -> anyhow::Result<()> {
+        self.trace.as_ref().map_or(Ok(()), |t| t.finish())
     }
 
     /// Nanoseconds since this role started: the time the state machines see.
@@ -128,7 +153,7 @@ impl Setup {
     /// if none).
     async fn dial<E, F>(
         &self,
-        (addr, who): (&str, &str),
+        (addr, peer): (&str, RoleId),
         deadline: Instant,
         listen: String,
         events: UnboundedSender<E>,
@@ -138,7 +163,8 @@ impl Setup {
         E: Send + 'static,
         F: FnMut(Result<Message, String>) -> Option<E> + Send + 'static,
     {
-        let c = connect_until(&*self.transport, addr, deadline, who).await?;
+        let c = connect_until(&*self.transport, addr, deadline, &peer.to_string()).await?;
+        self.watch(peer, &c);
         let (w, task) = self.link(c, BytesMut::new(), events, map);
         w.send(&self.hello(listen));
         Ok((w, task))
@@ -155,7 +181,7 @@ impl Setup {
     ) -> anyhow::Result<(Sender, JoinHandle<()>)> {
         let to_events = move |m: Result<Message, String>| Some(m.map_or_else(lost, msg));
         let me = self.me;
-        self.dial((addr, "the supervisor"), deadline, listen, events, to_events)
+        self.dial((addr, RoleId::Supervisor), deadline, listen, events, to_events)
             .await
             .map_err(|e| anyhow::anyhow!("{me}: {e}"))
     }

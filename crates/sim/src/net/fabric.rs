@@ -129,9 +129,9 @@ impl Builder {
 /// Host name for reports.
 fn host_name(h: u32, readout_units: u32) -> String {
     if h < readout_units {
-        format!("ru{h}")
+        ReadoutId(h).host()
     } else {
-        format!("node{}", h - readout_units)
+        NodeId(h - readout_units).host()
     }
 }
 

@@ -223,7 +223,7 @@ fn bench_sweep(a: &BenchArgs) -> anyhow::Result<()> {
         let _ = std::fs::remove_dir_all(&out);
         let opts = ExecOptions { jobs, shard: Shard::ALL, observer: None, stop: None };
         let t = Instant::now();
-        let done = sweep::execute(&plan, &out, opts, &super::sim_point(false))?;
+        let done = sweep::execute(&plan, &out, opts, &super::sim_point(false, None))?;
         let wall = t.elapsed().as_secs_f64();
         std::fs::remove_dir_all(&out).ok();
         anyhow::ensure!(done.ran == 8, "the bench sweep ran {} of 8 points", done.ran);

@@ -13,8 +13,8 @@ use std::time::Duration;
 /// One stream for `seconds` from the readout host to the collector host, in Gb/s (bytes over
 /// the time from the first byte read to the last).
 fn stream(plan: &TestbedPlan, seconds: f64) -> anyhow::Result<f64> {
-    let host = |short: &str| plan.hosts.iter().find(|h| h.short == short).expect("host exists").clone();
-    let (tx, rx) = (host("r0"), host("c0"));
+    let host = |short: &str| plan.hosts.iter().find(|h| h.name == short).expect("host exists").clone();
+    let (tx, rx) = (host("ru0"), host("node0"));
     let addr = format!("{}:5201", rx.ip);
     let listen = addr.clone();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();

@@ -11,9 +11,11 @@ use crate::net::link::Sender;
 use crate::role::RoleId;
 use crate::wire::Message;
 use anyhow::{anyhow, bail};
+use daqnet_core::trace::TraceSpec;
 use daqnet_core::workload::FragmentSizes;
 use daqnet_core::{NodeId, ReadoutId, Scenario};
 use state::{CollectorState, Input, Output};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
@@ -28,6 +30,8 @@ pub struct CollectorOptions {
     pub index: NodeId,
     /// Supervisor address.
     pub supervisor: String,
+    /// TCP senders to trace, and the folder their samples go to ([`crate::net::tcp_trace`]).
+    pub trace: Option<(TraceSpec, PathBuf)>,
 }
 
 enum Ev {
@@ -73,7 +77,7 @@ impl Links {
 pub async fn run(sc: &Scenario, opts: CollectorOptions) -> anyhow::Result<()> {
     let node = opts.index;
     let me = RoleId::Collector(node);
-    let setup = Setup::new(sc, me);
+    let setup = Setup::new(sc, me).traced(opts.trace.as_ref())?;
     let (tx, mut rx) = unbounded_channel::<Ev>();
     let deadline = Instant::now() + setup.startup;
     let to_events: SupervisorEvents<Ev> = (|m| Ev::In(Input::Supervisor(m)), Ev::SupervisorLost);
@@ -93,7 +97,8 @@ pub async fn run(sc: &Scenario, opts: CollectorOptions) -> anyhow::Result<()> {
     links.close().await;
     sup.close();
     let _ = tokio::time::timeout(ms(1000), sup_task).await;
-    result.map_err(|e| anyhow!("{me}: {e}"))
+    result.map_err(|e| anyhow!("{me}: {e}"))?;
+    setup.finish_trace()
 }
 
 /// Waits for the readout units' addresses from the supervisor.
@@ -147,8 +152,7 @@ async fn connect_readouts(
             }))
         };
         dials.spawn(async move {
-            let who = RoleId::Readout(r).to_string();
-            (r, setup.dial((&addr, &who), deadline, String::new(), tx, to_events).await)
+            (r, setup.dial((&addr, RoleId::Readout(r)), deadline, String::new(), tx, to_events).await)
         });
     }
     links.readouts = vec![None; sc.system.readout_units as usize];

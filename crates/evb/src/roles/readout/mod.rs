@@ -14,9 +14,11 @@ use crate::net::transport::TcpStats;
 use crate::role::RoleId;
 use crate::wire::{Message, NodeTcp};
 use anyhow::{anyhow, bail, Context};
+use daqnet_core::trace::TraceSpec;
 use daqnet_core::{EventId, Nanos, NodeId, ReadoutId, Scenario};
 use state::{Input, Output, ReadoutState};
 use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -32,6 +34,8 @@ pub struct ReadoutOptions {
     pub listen: Option<String>,
     /// Fault injection for tests: flip one payload bit of these events' first fragment.
     pub corrupt_events: Vec<EventId>,
+    /// TCP senders to trace, and the folder their samples go to ([`crate::net::tcp_trace`]).
+    pub trace: Option<(TraceSpec, PathBuf)>,
 }
 
 enum Ev {
@@ -69,7 +73,7 @@ impl Links {
 /// Runs one readout unit until the supervisor stops the run.
 pub async fn run(sc: &Scenario, opts: ReadoutOptions) -> anyhow::Result<()> {
     let me = RoleId::Readout(opts.index);
-    let setup = Setup::new(sc, me);
+    let setup = Setup::new(sc, me).traced(opts.trace.as_ref())?;
     let listen = opts.listen.clone().or_else(|| sc.deploy.readouts.get(opts.index.index()).cloned());
     let listen = listen.as_deref().unwrap_or("127.0.0.1:0");
     let listener = setup.transport.listen(listen).await.with_context(|| format!("{me}: cannot listen on {listen}"))?;
@@ -92,7 +96,8 @@ pub async fn run(sc: &Scenario, opts: ReadoutOptions) -> anyhow::Result<()> {
     }
     links.supervisor.close();
     let _ = tokio::time::timeout(ms(1000), sup_task).await;
-    result.map_err(|e| anyhow!("{me}: {e}"))
+    result.map_err(|e| anyhow!("{me}: {e}"))?;
+    setup.finish_trace()
 }
 
 /// The run: events from the connections go to the state; between them the generator fills
@@ -164,6 +169,7 @@ fn join(setup: &Setup, state: &mut ReadoutState, links: &mut Links, tx: &Unbound
         return;
     }
     let mut conn = j.conn;
+    setup.watch(j.role, &conn);
     if let Some(s) = conn.stats.take() {
         links.stats.insert(node, s);
     }
