@@ -121,9 +121,9 @@ fn by_name<const N: usize>(
                 numbers(column(c)?.as_ref()).with_context(|| format!("{}: column `{c}`", path.display()))?
             });
         }
-        for i in 0..batch.num_rows() {
+        for (i, name) in names.iter().enumerate() {
             let row = std::array::from_fn(|k| values[k][i]);
-            out.entry(names.value(i).to_string()).or_default().push(row);
+            out.entry(name.unwrap_or_default().to_string()).or_default().push(row);
         }
     }
     Ok(out)
