@@ -120,6 +120,9 @@ fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow:
         trace: opts.trace.clone(),
         ..Default::default()
     };
+    if opts.trace.is_some() {
+        tcp_trace::remove_stale(&opts.out)?;
+    }
     let _ = launched_at.set(monotonic_ns());
     let launched = launch(&plan.deployed(sc), &mut launch_opts);
     let (ports, queues) = match (sampler, soft) {

@@ -30,7 +30,10 @@ daqnet validate scenarios/testbed/incast-32.toml \\\n    \
 --vary network.switch.buffer.port_bytes=100kB,200kB,400kB,1MB,4MB\n  \
 daqnet validate scenarios/testbed/atlas-mini.toml --vary system.credits_per_node=48,96,192,384\n  \
 daqnet validate scenarios/testbed/atlas-mini.toml --repeat 5 \\\n    \
---vary system.credits_per_node=96,192,384")]
+--vary system.credits_per_node=96,192,384\n  \
+daqnet validate scenarios/testbed/incast-32.toml --set network.node_link_bps=100M \\\n    \
+--set network.readout_link_bps=100M --vary network.switch.buffer.port_bytes=50kB,1MB \\\n    \
+--trace 'queue=sw->node0,cwnd=ru*->node0,every=1ms'")]
 pub struct ValidateArgs {
     /// The scenario; it must be one the testbed can build (star topology, dedicated buffers).
     #[command(flatten)]

@@ -107,15 +107,7 @@ fn sample(mut w: impl Write, watched: &Watched, stop: &AtomicBool, every: Durati
 /// Samples from before `zero_ns` (connections set up before the launch) are dropped.
 pub fn collect(out: &Path, zero_ns: Nanos) -> anyhow::Result<(Vec<String>, Vec<TcpSample>)> {
     let (mut names, mut samples) = (Vec::<String>::new(), Vec::new());
-    let mut files: Vec<PathBuf> = std::fs::read_dir(out)
-        .with_context(|| format!("cannot read {}", out.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("trace-tcp-") && n.ends_with(".csv"))
-        })
-        .collect();
-    files.sort();
-    for path in files {
+    for path in files(out)? {
         let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
         for (i, line) in text.lines().enumerate() {
             let bad = || anyhow::anyhow!("{}:{}: not a TCP sample: {line}", path.display(), i + 1);
@@ -145,6 +137,26 @@ pub fn collect(out: &Path, zero_ns: Nanos) -> anyhow::Result<(Vec<String>, Vec<T
     }
     samples.sort_by_key(|s| (s.t_ns, s.sender));
     Ok((names, samples))
+}
+
+/// Removes the role files an earlier run left in `out` (one killed before [`collect`]), so
+/// that none passes for this run's.
+pub fn remove_stale(out: &Path) -> anyhow::Result<()> {
+    for path in files(out)? {
+        std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// The role files in `out` ([`file_of`]), in name order; none if `out` does not exist yet.
+fn files(out: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let Ok(dir) = std::fs::read_dir(out) else { return Ok(Vec::new()) };
+    let is_role_file = |p: &PathBuf| {
+        p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("trace-tcp-") && n.ends_with(".csv"))
+    };
+    let mut files: Vec<PathBuf> = dir.filter_map(|e| e.ok().map(|e| e.path())).filter(is_role_file).collect();
+    files.sort();
+    Ok(files)
 }
 
 #[cfg(test)]

@@ -5,8 +5,7 @@ use daqnet_core::scenario::CongestionControl;
 use daqnet_core::Nanos;
 
 /// CUBIC parameters as Linux `tcp_cubic` has them: β = 717/1024, C = 410/1024 (`bic_scale`
-/// 41 × 10), fast convergence and the Reno-friendly region on. HyStart is not modelled (it acts
-/// only from 16 segments up).
+/// 41 × 10), fast convergence, the Reno-friendly region and HyStart on.
 const BETA_SCALE: u32 = 1024;
 const BETA: u32 = 717;
 const CUBIC_C: f64 = 410.0 / 1024.0;
@@ -16,6 +15,50 @@ const FRIENDLY_SCALE: u32 = 8 * (BETA_SCALE + BETA) / 3 / (BETA_SCALE - BETA);
 /// Until the first loss sets a W_max, the window grows by at least 5 % per RTT (Linux caps
 /// `cnt` at 20).
 const FIRST_EPOCH_CNT: u32 = 20;
+
+/// HyStart's parameters as Linux `tcp_cubic` has them (`hystart_detect` = ACK train | delay):
+/// it acts from a window of 16 segments; an ACK train is ACKs at most 2 ms apart; the delay
+/// test takes the lowest of the first 8 RTT samples of a round and ends slow start when it
+/// exceeds the lowest RTT ever seen by an eighth of it, at least 4 ms and at most 16 ms.
+const HYSTART_LOW_WINDOW: u32 = 16;
+const HYSTART_ACK_DELTA_NS: Nanos = 2_000_000;
+const HYSTART_MIN_SAMPLES: u32 = 8;
+const HYSTART_DELAY_NS: (Nanos, Nanos) = (4_000_000, 16_000_000);
+/// `sk_gso_max_size` (64 KiB): with TSO and GSO off on the device TCP still segments in
+/// software, and HyStart allows an ACK train the time to send four of these at the pacing rate.
+const GSO_MAX_BYTES: u64 = 65_536;
+
+/// Linux CUBIC's HyStart (`hystart_update`): ends slow start before the first loss, when the
+/// ACKs of one round come back as a long train or when a round's RTT rises over the lowest seen.
+#[derive(Debug, Clone, Default)]
+struct HyStart {
+    /// Slow start has been ended (until a timeout).
+    found: bool,
+    /// When the current round started, and when its last ACK of the train came.
+    round_start: Nanos,
+    last_ack: Nanos,
+    /// The round ends when this sequence number is acknowledged (`snd_nxt` at its start).
+    end_seq: u64,
+    /// The lowest RTT sample of the round so far, and how many samples it had.
+    curr_rtt: Option<Nanos>,
+    sample_cnt: u32,
+}
+
+/// What HyStart needs to know about an ACK (Linux's `pkts_acked` hook and the socket).
+#[derive(Debug, Clone, Copy)]
+pub struct AckSample {
+    /// When it arrived.
+    pub now: Nanos,
+    /// RTT from the most recently sent segment it newly acknowledged (Linux `ca_rtt_us`);
+    /// `None` without a valid sample.
+    pub rtt: Option<Nanos>,
+    /// The sender's window, threshold, `snd_una` after the ACK, `snd_nxt` and smoothed RTT.
+    pub cwnd: u32,
+    pub ssthresh: u32,
+    pub snd_una: u64,
+    pub snd_nxt: u64,
+    pub srtt: Option<Nanos>,
+}
 
 /// CUBIC state. Time is counted in jiffies, the kernel's clock ticks, as Linux does: the growth
 /// rate is recomputed at most once per jiffy, and while the window stays the same at most every
@@ -42,15 +85,21 @@ pub struct Cubic {
     last_time: u64,
     /// Acknowledged segments per window increment.
     cnt: u32,
+    /// The lowest RTT sample since the connection began or the last timeout (`delay_min`).
     min_rtt_ns: Option<Nanos>,
+    hystart: HyStart,
+    /// Segment size, bytes (for the pacing rate HyStart reads).
+    mss: u32,
 }
 
 impl Cubic {
-    /// CUBIC with a clock that ticks every `jiffy_ns`.
-    pub fn new(jiffy_ns: Nanos) -> Self {
+    /// CUBIC with a clock that ticks every `jiffy_ns`, for segments of `mss` bytes.
+    pub fn new(jiffy_ns: Nanos, mss: u32) -> Self {
         let hz = (1_000_000_000 / jiffy_ns.max(1)).max(1);
         Cubic {
             jiffy_ns: jiffy_ns.max(1),
+            mss,
+            hystart: HyStart::default(),
             hold_jiffies: hz / 32,
             last_max_cwnd: 0,
             epoch_start: None,
@@ -78,11 +127,11 @@ pub enum Controller {
 }
 
 impl Controller {
-    /// The controller for `cc`; CUBIC's clock ticks every `jiffy_ns`.
-    pub fn new(cc: CongestionControl, static_cwnd: u32, jiffy_ns: Nanos) -> Self {
+    /// The controller for `cc`; CUBIC's clock ticks every `jiffy_ns`; segments of `mss` bytes.
+    pub fn new(cc: CongestionControl, static_cwnd: u32, jiffy_ns: Nanos, mss: u32) -> Self {
         match cc {
             CongestionControl::Newreno => Controller::Reno,
-            CongestionControl::Cubic => Controller::Cubic(Cubic::new(jiffy_ns)),
+            CongestionControl::Cubic => Controller::Cubic(Cubic::new(jiffy_ns, mss)),
             CongestionControl::Static => Controller::Static(static_cwnd),
         }
     }
@@ -107,18 +156,31 @@ impl Controller {
     }
 
     /// A retransmission timeout: Linux's CUBIC forgets everything on entering the Loss state
-    /// (`bictcp_reset`), so growth restarts as on a new connection (W_max unknown).
+    /// (`bictcp_reset`, `bictcp_hystart_reset`), so growth restarts as on a new connection
+    /// (W_max and the lowest RTT unknown, HyStart armed again).
     pub fn on_timeout(&mut self) {
         if let Controller::Cubic(c) = self {
-            *c = Cubic::new(c.jiffy_ns);
+            *c = Cubic::new(c.jiffy_ns, c.mss);
         }
     }
 
-    /// An RTT sample (CUBIC uses the minimum).
-    pub fn on_rtt(&mut self, rtt: Nanos) {
-        if let Controller::Cubic(c) = self {
-            c.min_rtt_ns = Some(c.min_rtt_ns.map_or(rtt, |m| m.min(rtt)));
+    /// An ACK that acknowledged something (Linux `cubictcp_acked`): CUBIC keeps the lowest RTT,
+    /// and in slow start HyStart may end it. Returns the new slow-start threshold if it does.
+    pub fn on_acked(&mut self, a: AckSample) -> Option<u32> {
+        let Controller::Cubic(c) = self else { return None };
+        let rtt = a.rtt?;
+        // Samples right after a loss episode's growth epoch began are discarded (one second).
+        let hz = 1_000_000_000 / c.jiffy_ns;
+        if c.epoch_start.is_some_and(|e| a.now / c.jiffy_ns < e + hz) {
+            return None;
         }
+        let delay = rtt.max(1);
+        let delay_min = *c.min_rtt_ns.insert(c.min_rtt_ns.map_or(delay, |m| m.min(delay)));
+        if c.hystart.found || a.cwnd >= a.ssthresh {
+            return None;
+        }
+        let ack_delay = c.ack_train_delay(a);
+        c.hystart.update(a, delay, delay_min, ack_delay).then_some(a.cwnd)
     }
 
     /// Transmission restarts at `now` after the connection was idle since `last_send`: CUBIC
@@ -158,7 +220,49 @@ impl Controller {
     }
 }
 
+impl HyStart {
+    /// Linux `hystart_update` with an RTT sample `delay`: whether slow start ends now.
+    fn update(&mut self, a: AckSample, delay: Nanos, delay_min: Nanos, ack_delay: Nanos) -> bool {
+        if a.snd_una > self.end_seq {
+            // A new round (`bictcp_hystart_reset`).
+            (self.round_start, self.last_ack, self.end_seq) = (a.now, a.now, a.snd_nxt);
+            (self.curr_rtt, self.sample_cnt) = (None, 0);
+        }
+        if a.cwnd < HYSTART_LOW_WINDOW {
+            return false;
+        }
+        // ACK train: ACKs close together for longer than half the lowest RTT (plus the time
+        // pacing may have spread them; the sockets here are not paced).
+        if a.now - self.last_ack <= HYSTART_ACK_DELTA_NS {
+            self.last_ack = a.now;
+            if a.now - self.round_start > (delay_min + ack_delay) / 2 {
+                self.found = true;
+            }
+        }
+        // Delay: the round's lowest RTT over its first samples against the lowest ever.
+        let curr = *self.curr_rtt.insert(self.curr_rtt.map_or(delay, |c| c.min(delay)));
+        if self.sample_cnt < HYSTART_MIN_SAMPLES {
+            self.sample_cnt += 1;
+        } else if curr > delay_min + (delay_min / 8).clamp(HYSTART_DELAY_NS.0, HYSTART_DELAY_NS.1) {
+            self.found = true;
+        }
+        self.found
+    }
+}
+
 impl Cubic {
+    /// Linux `hystart_ack_delay`: the time to send four GSO-sized bursts at the socket's pacing
+    /// rate (2 × cwnd × mss / SRTT in slow start, `tcp_update_pacing_rate`), at most 1 ms.
+    fn ack_train_delay(&self, a: AckSample) -> Nanos {
+        let Some(srtt) = a.srtt.filter(|&s| s > 0) else { return 0 };
+        let ratio = if a.cwnd < a.ssthresh / 2 { 200 } else { 120 };
+        let rate_bps = self.mss as u128 * a.cwnd as u128 * ratio * 1_000_000_000 / (100 * srtt as u128);
+        if rate_bps == 0 {
+            return 0;
+        }
+        ((GSO_MAX_BYTES as u128 * 4 * 1_000_000_000 / rate_bps) as Nanos).min(1_000_000)
+    }
+
     /// Linux `bictcp_update`: acknowledged segments needed per window increment.
     fn count(&mut self, now: Nanos, cwnd: u32, acked: u32) -> u32 {
         let jiffies = now / self.jiffy_ns;
@@ -211,9 +315,24 @@ impl Cubic {
 mod tests {
     use super::*;
 
+    /// An ACK outside slow start with an RTT sample of `rtt` (CUBIC keeps the lowest).
+    fn rtt_sample(now: Nanos, rtt: Nanos, cwnd: u32) -> AckSample {
+        AckSample { now, rtt: Some(rtt), cwnd, ssthresh: 2, snd_una: 0, snd_nxt: 0, srtt: Some(rtt) }
+    }
+
+    trait Sample {
+        fn on_rtt(&mut self, rtt: Nanos);
+    }
+
+    impl Sample for Controller {
+        fn on_rtt(&mut self, rtt: Nanos) {
+            assert_eq!(self.on_acked(rtt_sample(0, rtt, 100)), None, "not in slow start");
+        }
+    }
+
     #[test]
     fn reno_grows_one_segment_per_window() {
-        let mut c = Controller::new(CongestionControl::Newreno, 2, 1_000_000);
+        let mut c = Controller::new(CongestionControl::Newreno, 2, 1_000_000, 1448);
         let (mut w, mut cnt) = (10, 0);
         for _ in 0..10 {
             (w, cnt) = c.avoid(0, w, cnt, 1);
@@ -225,7 +344,7 @@ mod tests {
     #[test]
     fn cubic_backs_off_to_seventy_percent_and_regrows_toward_wmax() {
         // A long RTT (100 ms), where the cubic curve rather than the Reno-friendly estimate rules.
-        let mut c = Controller::new(CongestionControl::Cubic, 2, 1_000_000);
+        let mut c = Controller::new(CongestionControl::Cubic, 2, 1_000_000, 1448);
         c.on_rtt(100_000_000);
         assert_eq!(c.ssthresh_on_loss(100), 70);
         // Growing from 70 towards W_max = 100: after K = cbrt(30 / 0.4) ≈ 4.2 s it is back at 100.
@@ -249,7 +368,7 @@ mod tests {
         // As traced on Linux 6.18 at 250 Hz (tcp_probe): after a loss at a window of 5, ACKs of
         // two segments every 0.5 ms leave the window at 5 for ~32 ms (8 jiffies), then it grows
         // by one segment per ACK up to the Reno-friendly estimate.
-        let mut c = Controller::new(CongestionControl::Cubic, 2, 4_000_000);
+        let mut c = Controller::new(CongestionControl::Cubic, 2, 4_000_000, 1448);
         c.on_rtt(40_000);
         assert_eq!(c.ssthresh_on_loss(5), 3);
         let (mut w, mut cnt) = (5u32, 0u32);
@@ -267,7 +386,7 @@ mod tests {
         // 160 segments acknowledged at ~1.9 windows per Reno-friendly step: about 5 + 16.
         assert!((17..=23).contains(&w), "window {w} after 40 ms");
         // With exact timers the clock is 1 kHz: the hold is 31 jiffies, so growth starts at 32 ms too.
-        let mut c = Controller::new(CongestionControl::Cubic, 2, 1_000_000);
+        let mut c = Controller::new(CongestionControl::Cubic, 2, 1_000_000, 1448);
         c.ssthresh_on_loss(5);
         let (mut w, mut cnt) = (5u32, 0u32);
         for i in 0..63u64 {
@@ -283,7 +402,7 @@ mod tests {
         // Linux bictcp_reset on entering Loss: regrowth from 70 no longer levels off at W_max =
         // 100 but grows by 5 % per RTT (the first epoch's cap, 70 · 1.05^21 ≈ 195).
         let regrow = |timeout: bool| {
-            let mut c = Controller::new(CongestionControl::Cubic, 2, 1_000_000);
+            let mut c = Controller::new(CongestionControl::Cubic, 2, 1_000_000, 1448);
             c.on_rtt(100_000_000);
             c.ssthresh_on_loss(100);
             if timeout {
@@ -301,9 +420,85 @@ mod tests {
         assert!((180..=200).contains(&forgot), "after a timeout: {forgot}");
     }
 
+    /// ACKs of a slow-starting sender (window `cwnd`, threshold infinite): `(now, rtt, snd_una)`,
+    /// each round's data being 100 sequence numbers (`snd_nxt` at the round's end); the first
+    /// ACK that makes HyStart end slow start, if any.
+    fn hystart_ends(
+        c: &mut Controller,
+        cwnd: u32,
+        acks: impl IntoIterator<Item = (Nanos, Nanos, u64)>,
+    ) -> Option<usize> {
+        acks.into_iter().position(|(now, rtt, una)| {
+            let a = AckSample {
+                now,
+                rtt: Some(rtt),
+                cwnd,
+                ssthresh: u32::MAX,
+                snd_una: una,
+                snd_nxt: (una / 100 + 1) * 100,
+                srtt: Some(rtt),
+            };
+            c.on_acked(a).inspect(|&ss| assert_eq!(ss, cwnd, "ssthresh becomes the window")).is_some()
+        })
+    }
+
+    /// Rounds of 10 ACKs 3 ms apart (no ACK train), round `r` with RTT `rtt(r)`.
+    fn rounds(rtts: &[Nanos]) -> Vec<(Nanos, Nanos, u64)> {
+        let mut v = Vec::new();
+        for (r, &rtt) in rtts.iter().enumerate() {
+            for i in 0..10u64 {
+                v.push(((r as u64 * 10 + i) * 3_000_000, rtt, r as u64 * 100 + i + 1));
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn hystart_ends_slow_start_when_a_rounds_rtt_rises_4ms_over_the_lowest() {
+        // Linux hystart_update, HYSTART_DELAY: the lowest of a round's first 8 samples against
+        // delay_min + clamp(delay_min / 8, 4 ms, 16 ms); decided on the 9th sample.
+        let mut c = Controller::new(CongestionControl::Cubic, 2, 1_000_000, 1448);
+        assert_eq!(hystart_ends(&mut c, 20, rounds(&[1_000_000, 4_900_000])), None, "below 1 + 4 ms");
+        let mut c = Controller::new(CongestionControl::Cubic, 2, 1_000_000, 1448);
+        assert_eq!(hystart_ends(&mut c, 20, rounds(&[1_000_000, 5_100_000])), Some(18), "round 2's 9th ACK");
+        // A 200 ms path: the threshold is an eighth of it, 25 ms, capped at 16 ms.
+        let mut c = Controller::new(CongestionControl::Cubic, 2, 1_000_000, 1448);
+        assert_eq!(hystart_ends(&mut c, 20, rounds(&[200_000_000, 215_000_000])), None);
+        let mut c = Controller::new(CongestionControl::Cubic, 2, 1_000_000, 1448);
+        assert_eq!(hystart_ends(&mut c, 20, rounds(&[200_000_000, 217_000_000])), Some(18));
+        // Below 16 segments HyStart does nothing (hystart_low_window).
+        let mut c = Controller::new(CongestionControl::Cubic, 2, 1_000_000, 1448);
+        assert_eq!(hystart_ends(&mut c, 15, rounds(&[1_000_000, 50_000_000])), None);
+        // Reno has no HyStart.
+        let mut c = Controller::new(CongestionControl::Newreno, 2, 1_000_000, 1448);
+        assert_eq!(hystart_ends(&mut c, 20, rounds(&[1_000_000, 50_000_000])), None);
+    }
+
+    #[test]
+    fn hystart_ends_slow_start_on_an_ack_train_longer_than_half_the_lowest_rtt() {
+        // HYSTART_ACK_TRAIN: ACKs at most 2 ms apart since the round began, for longer than
+        // (delay_min + ack delay) / 2. Lowest RTT 1 ms; the ack delay (four 64 KiB bursts at
+        // 2 × 16 × 1448 B / 1 ms) is capped at 1 ms: the train must outlast 1 ms.
+        let train = |gap: Nanos| (0..30u64).map(move |i| (i * gap, 1_000_000, i + 1));
+        let mut c = Controller::new(CongestionControl::Cubic, 2, 1_000_000, 1448);
+        assert_eq!(hystart_ends(&mut c, 16, train(100_000)), Some(11), "the ACK 1.1 ms into the round");
+        let mut c = Controller::new(CongestionControl::Cubic, 2, 1_000_000, 1448);
+        assert_eq!(hystart_ends(&mut c, 16, train(2_100_000)), None, "ACKs too far apart are no train");
+    }
+
+    #[test]
+    fn hystart_acts_once_until_a_timeout_arms_it_again() {
+        let mut c = Controller::new(CongestionControl::Cubic, 2, 1_000_000, 1448);
+        let acks = rounds(&[1_000_000, 6_000_000, 1_000_000, 6_000_000]);
+        assert_eq!(hystart_ends(&mut c, 20, acks[..20].to_vec()), Some(18));
+        assert_eq!(hystart_ends(&mut c, 20, acks[20..].to_vec()), None, "found stays set");
+        c.on_timeout();
+        assert_eq!(hystart_ends(&mut c, 20, acks.clone()), Some(18), "bictcp_reset re-arms it");
+    }
+
     #[test]
     fn static_window_never_changes() {
-        let mut c = Controller::new(CongestionControl::Static, 2, 1_000_000);
+        let mut c = Controller::new(CongestionControl::Static, 2, 1_000_000, 1448);
         assert_eq!(c.avoid(0, 2, 0, 50), (2, 0));
         assert_eq!(c.ssthresh_on_loss(2), 2);
     }

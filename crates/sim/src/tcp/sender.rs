@@ -11,7 +11,7 @@
 //! a silent tail is probed (TLP) before the retransmission timer would fire. One timer serves
 //! all three purposes, like Linux's `icsk_pending`.
 
-use super::cc::Controller;
+use super::cc::{AckSample, Controller};
 use super::rack::Rack;
 use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
@@ -120,7 +120,7 @@ impl Sender {
 
     /// A sender with nothing written yet.
     pub fn new(p: &TcpParams) -> Self {
-        let cc = Controller::new(p.cc, p.static_cwnd, p.tick.jiffy_ns());
+        let cc = Controller::new(p.cc, p.static_cwnd, p.tick.jiffy_ns(), p.mss);
         let (cwnd, ssthresh) = if cc.is_static() { (p.static_cwnd, p.static_cwnd) } else { (p.initial_cwnd, u32::MAX) };
         Sender {
             initial_cwnd: p.initial_cwnd,
@@ -158,10 +158,10 @@ impl Sender {
         }
     }
 
-    /// Feeds the RTT measured by the connection's handshake.
+    /// Feeds the RTT measured by the connection's handshake (not to the congestion control,
+    /// which Linux initializes only once the connection is established, `tcp_init_transfer`).
     pub fn seed_rtt(&mut self, rtt: Nanos) {
         self.rtt.sample(rtt);
-        self.cc.on_rtt(rtt);
         self.rack.on_rtt(rtt);
     }
 
@@ -412,8 +412,9 @@ impl Sender {
         let dsack = self.sack
             && sacks.first().is_some_and(|&(s, e)| e <= ack || sacks[1..].iter().any(|&(s2, e2)| s2 <= s && e <= e2));
         let mut newly_sacked = 0;
-        // Earliest send time of newly SACKed segments sent once (Linux `first_sackt`).
-        let mut first_sackt: Option<Nanos> = None;
+        // Earliest and latest send time of newly SACKed segments sent once (Linux
+        // `first_sackt`, `last_sackt`).
+        let (mut first_sackt, mut last_sackt): (Option<Nanos>, Nanos) = (None, 0);
         let rack = &mut self.rack;
         if self.sack {
             for &(s, e) in sacks {
@@ -421,20 +422,22 @@ impl Sender {
                     let ever_retrans = seg.marks().ever_retrans;
                     if !ever_retrans {
                         first_sackt = Some(first_sackt.map_or(seg.sent_at, |t| t.min(seg.sent_at)));
+                        last_sackt = last_sackt.max(seg.sent_at);
                     }
                     rack.on_delivered(now, seg.sent_at, seg.end, ever_retrans);
                 });
             }
         }
-        let mut first_ackt = None;
+        let (mut first_ackt, mut last_ackt) = (None, 0);
         let mut last_sent = 0;
         let mut retrans_acked = false;
         let acked = self.sb.ack(ack, |seg| {
             let m = seg.marks();
             if m.ever_retrans {
                 retrans_acked = true;
-            } else if first_ackt.is_none() && !m.sacked {
-                first_ackt = Some(seg.sent_at);
+            } else if !m.sacked {
+                first_ackt = first_ackt.or(Some(seg.sent_at));
+                last_ackt = seg.sent_at;
             }
             if !m.sacked {
                 rack.on_delivered(now, seg.sent_at, seg.end, m.ever_retrans);
@@ -458,8 +461,22 @@ impl Sender {
         };
         if let Some(rtt) = sample {
             self.rtt.sample(rtt);
-            self.cc.on_rtt(rtt);
             self.rack.on_rtt(rtt);
+        }
+        // The congestion control's sample is from the most recently sent segment acknowledged
+        // (Linux `ca_rtt_us`), which HyStart reads before the window grows on this ACK.
+        let ca_rtt = match (first_ackt, retrans_acked, first_sackt) {
+            (_, _, Some(_)) => Some(now - last_sackt),
+            (Some(_), false, _) => Some(now - last_ackt),
+            _ => sample,
+        };
+        if acked + newly_sacked > 0 {
+            let (cwnd, ssthresh, snd_una, snd_nxt, srtt) =
+                (self.cwnd, self.ssthresh, self.snd_una, self.snd_nxt, self.rtt.srtt());
+            let a = AckSample { now, rtt: ca_rtt, cwnd, ssthresh, snd_una, snd_nxt, srtt };
+            if let Some(ss) = self.cc.on_acked(a) {
+                self.ssthresh = ss;
+            }
         }
         self.process_tlp_ack(ack, dsack, una_advanced || carries_data || newly_sacked > 0);
         let reorder_armed = self.process_loss_state(now, acked, acked + newly_sacked, una_advanced, lost_before);
