@@ -3,12 +3,12 @@
 # headers and mpicc the rsmpi crate builds against) and libclang (rsmpi generates its MPI
 # bindings with bindgen). Debian/Ubuntu; needs root. Idempotent.
 set -euo pipefail
+. "$(dirname "$0")/apt.sh"
 missing=()
 command -v mpirun >/dev/null || missing+=(openmpi-bin)
 command -v mpicc >/dev/null || missing+=(libopenmpi-dev)
 ldconfig -p | grep -q 'libclang\(-[0-9.]*\)\?\.so' || missing+=(libclang-dev)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "mpi-deps: installing ${missing[*]}" >&2
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  apt_install "${missing[@]}"
 fi

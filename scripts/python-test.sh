@@ -15,7 +15,8 @@ if [ ! -x "$venv/bin/python" ]; then
   if ! "$python" -m venv "$venv" 2>/dev/null; then
     rm -rf "$venv"
     if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
-      apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null
+      . scripts/apt.sh
+      apt_install python3-venv
       "$python" -m venv "$venv"
     else
       echo "python-test.sh: '$python -m venv' fails: install your Python's venv module (Debian: python3-venv)" >&2

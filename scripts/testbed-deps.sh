@@ -6,6 +6,7 @@
 # (daqnet starts and stops its own daemons; the package's service is not needed).
 # Debian/Ubuntu; needs root. Idempotent.
 set -euo pipefail
+. "$(dirname "$0")/apt.sh"
 missing=()
 command -v clang >/dev/null || missing+=(clang)
 command -v bpftool >/dev/null || missing+=(bpftool)
@@ -13,6 +14,5 @@ command -v bpftool >/dev/null || missing+=(bpftool)
 command -v ovs-vswitchd >/dev/null || missing+=(openvswitch-switch)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "testbed-deps: installing ${missing[*]}" >&2
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  apt_install "${missing[@]}"
 fi

@@ -3,10 +3,10 @@
 # command line), if it is missing, for the test that reads the simulator's packet captures
 # (`daqnet sim --pcap`) with it. Debian/Ubuntu; needs root. Idempotent.
 set -euo pipefail
+. "$(dirname "$0")/apt.sh"
 if ! command -v tshark >/dev/null; then
   echo "tshark-deps: installing tshark" >&2
-  apt-get update -qq
-  # Non-interactive: the package asks whether non-root users may capture (no).
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends tshark >/dev/null
+  # Non-interactive (apt_install): the package asks whether non-root users may capture (no).
+  apt_install --no-install-recommends tshark
 fi
 command -v tshark >/dev/null

@@ -1,7 +1,7 @@
 //! The real event builder end to end on loopback: every role a process, real TCP sockets.
 
 mod common;
-use common::{daqnet, out_dir, pid_of, report, serial, text, u};
+use common::{daqnet, out_dir, pid_of, report, serial, text, u, window_trace};
 use daqnet_evb::role::SupervisorLine;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -54,11 +54,28 @@ fn incast_micro_builds_and_verifies_200_events() {
         "--per-event",
         "--out",
         dir.to_str().unwrap(),
+        "--trace",
+        "cwnd=ru*->node0|node0->ru0,every=1ms",
     ]);
     assert!(o.status.success(), "{}", text(&o));
     let r = report(&dir);
     assert_eq!(r["substrate"], "run");
     assert_eq!(u(&r["events_built"]), 200);
+    // Every chosen sender sampled from its own role's socket, under the simulator's names:
+    // the 32 readout units' responses and node 0's requests to readout unit 0.
+    let tcp = window_trace(&dir);
+    let mut senders: Vec<&str> = tcp.iter().map(|w| w.sender.as_str()).collect();
+    senders.sort();
+    senders.dedup();
+    assert_eq!(senders.len(), 33, "{senders:?}");
+    assert!(senders.contains(&"node0->ru0") && senders.contains(&"ru31->node0"), "{senders:?}");
+    assert!(tcp.iter().all(|w| w.cwnd >= 1 && w.srtt_ms.is_none_or(|r| r > 0.0)));
+    let left: Vec<String> = std::fs::read_dir(&*dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("trace-tcp-"))
+        .collect();
+    assert!(left.is_empty(), "the roles' sample files were gathered and removed: {left:?}");
     assert_eq!(r["events_not_built"], serde_json::json!({"timed_out": 0, "lost": 0, "abandoned": 0}));
     // 205 events (5 warm-up) × 32 readout units × 1 fragment, every one verified.
     assert_eq!(u(&r["nodes"][0]["fragments_verified"]), 205 * 32);

@@ -217,3 +217,25 @@ fn plot_names_what_is_wrong() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(ink(&out.join("h.png")) > 0.01);
 }
+
+#[test]
+fn a_traced_sweep_keeps_each_points_trace_in_its_folder() {
+    let traced = |dir: &Path, vary: &str, trace: &str| {
+        let args = ["sweep", "scenarios/incast-micro.toml", "--vary", vary, "--events", "10", "--out", s(dir)];
+        daqnet(&[&args[..], &["--trace", trace]].concat())
+    };
+    let dir = out_dir("sweep-trace");
+    let o = traced(&dir, "network.switch.buffer.port_bytes=100kB,4MB", "queue=sw->node0,cwnd=ru0->node0");
+    assert!(o.status.success(), "{}", text(&o));
+    for p in ["p0000", "p0001"] {
+        for f in ["trace-ports.parquet", "trace-tcp.parquet", "report.json"] {
+            let path = dir.join("points").join(p).join(f);
+            assert!(std::fs::metadata(&path).is_ok_and(|m| m.len() > 0), "{} missing", path.display());
+        }
+    }
+    assert!(!dir.join(".trace-scratch").exists(), "the scratch folder is removed");
+    // A name that a varied field removes is refused before anything runs.
+    let o = traced(&out_dir("sweep-trace-bad"), "system.readout_units=40,4", "cwnd=ru39->node0");
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--trace, point 1: `ru39->node0` matches no TCP sender"), "{}", text(&o));
+}

@@ -3,7 +3,7 @@
 //! without running. CI runs as root, so they run there.
 
 mod common;
-use common::{daqnet, out_dir, paced, report, text, OutDir};
+use common::{daqnet, out_dir, paced, report, text, window_trace, OutDir};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -377,44 +377,6 @@ fn a_testbed_trace_shows_the_collector_port_filling_to_its_buffer_and_draining()
     );
 }
 
-/// One row of a run's `trace-tcp.parquet`.
-struct Window {
-    sender: String,
-    cwnd: u32,
-    ssthresh: Option<u32>,
-    srtt_ms: Option<f64>,
-    in_flight: u32,
-    state: String,
-}
-
-/// The rows of a run's `trace-tcp.parquet`.
-fn window_trace(dir: &Path) -> Vec<Window> {
-    use arrow_array::cast::AsArray;
-    use arrow_array::types::{Float64Type, UInt32Type};
-    use arrow_array::Array;
-    let file = std::fs::File::open(dir.join("trace-tcp.parquet")).expect("the run wrote its TCP trace");
-    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap();
-    let mut rows = Vec::new();
-    for b in reader {
-        let b = b.unwrap();
-        let col = |n: &str| b.column_by_name(n).unwrap().clone();
-        let (sender, state) = (col("sender"), col("state"));
-        let (sender, state) = (sender.as_string::<i32>(), state.as_string::<i32>());
-        let (cwnd, ss, srtt, fl) = (col("cwnd"), col("ssthresh"), col("srtt_ms"), col("in_flight"));
-        let (cwnd, ss) = (cwnd.as_primitive::<UInt32Type>(), ss.as_primitive::<UInt32Type>());
-        let (srtt, fl) = (srtt.as_primitive::<Float64Type>(), fl.as_primitive::<UInt32Type>());
-        rows.extend((0..b.num_rows()).map(|i| Window {
-            sender: sender.value(i).to_string(),
-            cwnd: cwnd.value(i),
-            ssthresh: (!ss.is_null(i)).then(|| ss.value(i)),
-            srtt_ms: (!srtt.is_null(i)).then(|| srtt.value(i)),
-            in_flight: fl.value(i),
-            state: state.value(i).to_string(),
-        }));
-    }
-    rows
-}
-
 #[test]
 fn incast_32_with_a_5ms_minimum_rto_has_no_round_above_100ms() {
     let _g = serial();
@@ -520,7 +482,10 @@ fn all_to_all(file: &str, name: &str, sets: &[&str]) -> (Value, OutDir) {
         args.extend(["--set", s]);
     }
     let o = daqnet(&args);
-    assert!(o.status.success(), "{}", text(&o));
+    // Quiet runs print nothing when they fail: the report says why (its faults).
+    let faults = std::fs::read_to_string(dir.join("report.json")).map(|r| serde_json::from_str::<Value>(&r).ok());
+    let faults = faults.ok().flatten().map(|r| r["faults"].clone());
+    assert!(o.status.success(), "{} {}: {}\nfaults: {faults:?}", o.status, text(&o), args.join(" "));
     (report(&dir), dir)
 }
 

@@ -182,6 +182,20 @@ pub struct TraceWriter<W: std::io::Write + Send> {
     error: Option<anyhow::Error>,
 }
 
+/// Writes a trace recorded as a whole (a real run's) into `dir`: the ports' (names, samples) to
+/// [`TRACE_PORTS`] and the TCP senders' to [`TRACE_TCP`], in the simulator's format.
+pub fn write_trace(
+    dir: &Path,
+    (ports, queues): (&[String], &[PortSample]),
+    (senders, windows): (&[String], &[TcpSample]),
+) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut w = TraceWriter::create(dir)?;
+    w.names(ports, senders);
+    w.batch(queues, windows);
+    w.finish().map(drop)
+}
+
 impl TraceWriter<std::fs::File> {
     /// Writes [`TRACE_PORTS`] and [`TRACE_TCP`] into `dir`.
     pub fn create(dir: &Path) -> anyhow::Result<Self> {

@@ -11,14 +11,14 @@ use crate::qdisc::QdiscReader;
 use crate::static_cc;
 use anyhow::Context;
 use daqnet_core::report::{FabricStats, HostStats, PortStats, RunReport, SwitchStats, TcpCounters};
-use daqnet_core::trace::{PortSample, TcpSample, TraceSink, TraceSpec};
+use daqnet_core::trace::{PortSample, TraceSpec};
 use daqnet_core::Scenario;
 use daqnet_evb::launcher::{launch, LaunchOptions, Placement};
 use daqnet_evb::net::tcp_trace::{self, monotonic_ns};
 use daqnet_evb::role::RoleId;
 use daqnet_fabric::controller::FaultPlan;
 use daqnet_fabric::rules::{Bridge, Peer, Ports, LOCAL};
-use daqnet_study::columnar::TraceWriter;
+use daqnet_study::columnar::write_trace;
 use daqnet_switch::run::SwitchReport;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -131,8 +131,9 @@ fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow:
         (None, None) => unreachable!("one of them runs"),
     };
     if let (Some(_), Some(&zero)) = (&opts.trace, launched_at.get()) {
-        let windows = tcp_trace::collect(&opts.out, zero)?;
-        write_trace(&opts.out, queues.unwrap_or_default(), windows)?;
+        let (senders, windows) = tcp_trace::collect(&opts.out, zero)?;
+        let (ports, samples) = queues.unwrap_or_default();
+        write_trace(&opts.out, (&ports, &samples), (&senders, &windows))?;
     }
     let (fabric, ovs_drops) = match control {
         Some((f, c)) => fabric_outcome(sc, f, c, &opts.faults)?,
@@ -358,21 +359,6 @@ impl Sampler {
         self.stop.store(true, Ordering::Relaxed);
         self.thread.join().unwrap_or_else(|_| anyhow::bail!("the queue sampler panicked"))
     }
-}
-
-/// Writes the sampled queues to `out/trace-ports.parquet` and the TCP senders' windows to
-/// `out/trace-tcp.parquet`, in the simulator's format: (names, samples) of each.
-fn write_trace(
-    out: &std::path::Path,
-    (ports, queues): (Vec<String>, Vec<PortSample>),
-    (senders, windows): (Vec<String>, Vec<TcpSample>),
-) -> anyhow::Result<()> {
-    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
-    let mut w = TraceWriter::create(out)?;
-    w.names(&ports, &senders);
-    w.batch(&queues, &windows);
-    w.finish()?;
-    Ok(())
 }
 
 /// Index of interface `name` in the calling thread's namespace (0 if there is none).

@@ -4,6 +4,8 @@ use clap::Args;
 use daqnet_core::report::RunReport;
 use daqnet_core::{EventId, ReadoutId};
 use daqnet_evb::launcher::{check_duration, launch, LaunchOptions};
+use daqnet_evb::net::tcp_trace;
+use daqnet_study::columnar::{TRACE_PORTS, TRACE_TCP};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -41,6 +43,12 @@ pub struct RunArgs {
     /// Serve Prometheus metrics at http://ADDR/metrics while running (e.g. 127.0.0.1:9464).
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<String>,
+    /// Record the TCP senders' windows, as `daqnet sim --trace` does, to trace-tcp.parquet:
+    /// `cwnd=SENDERS,every=DURATION` with the simulator's names (`ru3->node0` responses,
+    /// `node0->ru3` requests); each role reads getsockopt(TCP_INFO) of its sockets. On loopback
+    /// there is no switch: no `queue=` (the testbed has one: `daqnet testbed run --trace`).
+    #[arg(long, value_name = "SPEC", value_parser = clap::value_parser!(daqnet_sim::trace::TraceSpec))]
+    pub trace: Option<daqnet_sim::trace::TraceSpec>,
     /// Testing aid: readout unit R corrupts one payload byte of event E (repeatable).
     #[arg(long, value_name = "R:E", value_parser = parse_corrupt)]
     pub corrupt: Vec<(ReadoutId, EventId)>,
@@ -68,6 +76,16 @@ pub fn check(a: &RunArgs) -> anyhow::Result<daqnet_core::Scenario> {
         addr.to_socket_addrs()
             .map_err(|e| anyhow::anyhow!("--metrics {addr}: {e}; give HOST:PORT, e.g. 127.0.0.1:9464"))?;
     }
+    if let Some(spec) = &a.trace {
+        anyhow::ensure!(
+            spec.ports.is_empty(),
+            "--trace: a run on loopback has no switch queues (queue=); the testbed has"
+        );
+        anyhow::ensure!(scenario.farm.is_none(), "--trace: a sub-farm's TCP senders are not traced in real runs");
+        let senders = daqnet_sim::trace_targets(&scenario).senders;
+        let targets = daqnet_sim::trace::Targets { ports: Vec::new(), senders };
+        spec.resolve(&targets).map_err(|e| anyhow::anyhow!("--trace: {e}"))?;
+    }
     for &(r, _) in &a.corrupt {
         anyhow::ensure!(
             scenario.layout().has_readout(r),
@@ -91,7 +109,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         duration_s: a.duration_s,
         corrupt: a.corrupt,
         place: None,
-        trace: None,
+        trace: a.trace.clone(),
         progress: Some(Box::new({
             let bar = bar.clone();
             move |done, total| {
@@ -102,9 +120,18 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             }
         })),
     };
+    if a.trace.is_some() {
+        tcp_trace::remove_stale(&a.out)?;
+        super::clear_outputs(&a.out, &[TRACE_PORTS, TRACE_TCP])?;
+    }
+    let zero = tcp_trace::monotonic_ns();
     let run = launch(&scenario, &mut opts)?;
     bar.finish_and_clear();
     parquet_outputs(&a.out, &run.report, a.per_event)?;
+    if a.trace.is_some() {
+        let (senders, windows) = tcp_trace::collect(&a.out, zero)?;
+        daqnet_study::columnar::write_trace(&a.out, (&[], &[]), (&senders, &windows))?;
+    }
     if !a.quiet {
         super::print_lines(&format!("{}  {:<26} {}\n", run.report.summary_table(), "report", run.path.display()));
     }

@@ -55,6 +55,11 @@ pub struct SweepArgs {
     /// Also write each point's events.csv and events.parquet (needed for exact `daqnet plot --kind hist`).
     #[arg(long)]
     per_event: bool,
+    /// Also record each point's time series, as `daqnet sim --trace` does
+    /// (`queue=sw->node0,cwnd=*->node0,every=1ms`), into its folder: `daqnet plot
+    /// DIR/points/p0000 DIR/points/p0003 --kind series` draws points side by side.
+    #[arg(long, value_name = "SPEC", value_parser = clap::value_parser!(daqnet_sim::trace::TraceSpec))]
+    trace: Option<daqnet_sim::trace::TraceSpec>,
     /// No progress bar or summary; only errors.
     #[arg(long, short)]
     quiet: bool,
@@ -85,6 +90,7 @@ pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let (plan, shard) = plan(&a)?;
+    check_trace(&plan, a.trace.as_ref())?;
     let file = a.file.expect("clap requires FILE");
     let out = a.out.unwrap_or_else(|| Path::new("out/sweep").join(file.file_stem().unwrap_or_default()));
     let (bar, observe) = super::sweep_progress(a.quiet);
@@ -94,7 +100,10 @@ pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
         observer: Some(&observe),
         stop: Some(daqnet_evb::launcher::interrupted()),
     };
-    let done = sweep::execute(&plan, &out, opts, &super::sim_point(plan.per_event, None))?;
+    let scratch = out.join(".trace-scratch");
+    let traced = a.trace.clone().map(|t| (t, scratch.clone()));
+    let done = sweep::execute(&plan, &out, opts, &super::sim_point(plan.per_event, traced))?;
+    let _ = std::fs::remove_dir_all(&scratch);
     bar.finish_and_clear();
     finish(&done, &out, a.quiet)
 }
@@ -116,7 +125,20 @@ pub fn check(a: &SweepArgs) -> anyhow::Result<()> {
     if a.command.is_some() {
         return Ok(());
     }
-    plan(a)?.0.points().map(drop)
+    let plan = plan(a)?.0;
+    plan.points()?;
+    check_trace(&plan, a.trace.as_ref())
+}
+
+/// Checks that `--trace` selects ports and senders in every point (a varied field can rename
+/// or remove them).
+fn check_trace(plan: &SweepPlan, trace: Option<&daqnet_sim::trace::TraceSpec>) -> anyhow::Result<()> {
+    let Some(spec) = trace else { return Ok(()) };
+    for p in plan.points()? {
+        let targets = daqnet_sim::trace_targets(&p.scenario);
+        spec.resolve(&targets).map_err(|e| anyhow::anyhow!("--trace, point {}: {e}", p.meta.index))?;
+    }
+    Ok(())
 }
 
 /// Prints what a sweep did and a compact view of its table; non-zero exit if points failed or

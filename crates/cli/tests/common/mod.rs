@@ -123,3 +123,43 @@ pub fn paced<T>(mut run: impl FnMut() -> T, ok: impl Fn(&T) -> bool) -> T {
     }
     run()
 }
+
+/// One row of a run's `trace-tcp.parquet`.
+#[allow(dead_code)] // not every test binary reads a TCP trace
+pub struct Window {
+    pub sender: String,
+    pub cwnd: u32,
+    pub ssthresh: Option<u32>,
+    pub srtt_ms: Option<f64>,
+    pub in_flight: u32,
+    pub state: String,
+}
+
+/// The rows of a run's `trace-tcp.parquet`.
+#[allow(dead_code)]
+pub fn window_trace(dir: &std::path::Path) -> Vec<Window> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float64Type, UInt32Type};
+    use arrow_array::Array;
+    let file = std::fs::File::open(dir.join("trace-tcp.parquet")).expect("the run wrote its TCP trace");
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap();
+    let mut rows = Vec::new();
+    for b in reader {
+        let b = b.unwrap();
+        let col = |n: &str| b.column_by_name(n).unwrap().clone();
+        let (sender, state) = (col("sender"), col("state"));
+        let (sender, state) = (sender.as_string::<i32>(), state.as_string::<i32>());
+        let (cwnd, ss, srtt, fl) = (col("cwnd"), col("ssthresh"), col("srtt_ms"), col("in_flight"));
+        let (cwnd, ss) = (cwnd.as_primitive::<UInt32Type>(), ss.as_primitive::<UInt32Type>());
+        let (srtt, fl) = (srtt.as_primitive::<Float64Type>(), fl.as_primitive::<UInt32Type>());
+        rows.extend((0..b.num_rows()).map(|i| Window {
+            sender: sender.value(i).to_string(),
+            cwnd: cwnd.value(i),
+            ssthresh: (!ss.is_null(i)).then(|| ss.value(i)),
+            srtt_ms: (!srtt.is_null(i)).then(|| srtt.value(i)),
+            in_flight: fl.value(i),
+            state: state.value(i).to_string(),
+        }));
+    }
+    rows
+}
