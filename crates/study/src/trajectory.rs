@@ -11,10 +11,9 @@
 //! SRTT, and the share of samples outside the `open` state (loss recovery under way).
 
 use crate::columnar::{TRACE_PORTS, TRACE_TCP};
+use crate::plot::series::column_numbers;
 use anyhow::Context;
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, UInt32Type, UInt64Type};
-use arrow_array::Array;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -112,13 +111,15 @@ fn by_name<const N: usize>(
         let batch = batch?;
         let column = |c: &str| batch.column_by_name(c).with_context(|| format!("{}: no column `{c}`", path.display()));
         let names = column(name_col)?.as_string::<i32>().clone();
-        let mut values = Vec::with_capacity(N);
+        let mut values: Vec<Vec<f64>> = Vec::with_capacity(N);
         for &c in cols {
             values.push(if c == "open" {
                 let s = column("state")?.as_string::<i32>().clone();
-                (0..s.len()).map(|i| if s.value(i) == "open" { 1.0 } else { 0.0 }).collect()
+                s.iter().map(|v| if v == Some("open") { 1.0 } else { 0.0 }).collect()
             } else {
-                numbers(column(c)?.as_ref()).with_context(|| format!("{}: column `{c}`", path.display()))?
+                let v =
+                    column_numbers(column(c)?.as_ref()).with_context(|| format!("{}: column `{c}`", path.display()))?;
+                v.into_iter().map(|x| x.unwrap_or(f64::NAN)).collect()
             });
         }
         for (i, name) in names.iter().enumerate() {
@@ -127,26 +128,6 @@ fn by_name<const N: usize>(
         }
     }
     Ok(out)
-}
-
-/// A numeric column as numbers, nulls as NaN.
-fn numbers(c: &dyn Array) -> anyhow::Result<Vec<f64>> {
-    let at = |i: usize, v: f64| if c.is_null(i) { f64::NAN } else { v };
-    Ok(match c.data_type() {
-        arrow_schema::DataType::UInt64 => {
-            let a = c.as_primitive::<UInt64Type>();
-            (0..a.len()).map(|i| at(i, a.value(i) as f64)).collect()
-        }
-        arrow_schema::DataType::UInt32 => {
-            let a = c.as_primitive::<UInt32Type>();
-            (0..a.len()).map(|i| at(i, a.value(i) as f64)).collect()
-        }
-        arrow_schema::DataType::Float64 => {
-            let a = c.as_primitive::<Float64Type>();
-            (0..a.len()).map(|i| at(i, a.value(i))).collect()
-        }
-        t => anyhow::bail!("is {t}, not a number"),
-    })
 }
 
 /// Both sides' figures, joined: (series, metric, reference, model) for every figure either

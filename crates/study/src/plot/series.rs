@@ -130,6 +130,11 @@ fn lines(
 /// Column `y` of `batch` as numbers (`None` where null).
 fn numbers(batch: &RecordBatch, y: &str) -> anyhow::Result<Vec<Option<f64>>> {
     let c = batch.column_by_name(y).with_context(|| format!("no column `{y}` in this trace"))?;
+    column_numbers(c.as_ref()).with_context(|| format!("column `{y}`"))
+}
+
+/// A numeric column (u64, u32 or f64) as numbers, `None` where null.
+pub(crate) fn column_numbers(c: &dyn Array) -> anyhow::Result<Vec<Option<f64>>> {
     let get = |i: usize| !c.is_null(i);
     Ok(match c.data_type() {
         arrow_schema::DataType::UInt64 => {
@@ -144,7 +149,7 @@ fn numbers(batch: &RecordBatch, y: &str) -> anyhow::Result<Vec<Option<f64>>> {
             let a = c.as_primitive::<Float64Type>();
             (0..a.len()).map(|i| get(i).then(|| a.value(i))).collect()
         }
-        t => bail!("column `{y}` is {t}, not a number"),
+        t => bail!("is {t}, not a number"),
     })
 }
 
