@@ -339,7 +339,7 @@ fn doc_lines_parse_as_a_reader_types_them() {
     assert_eq!((c.args, c.redirect), (vec!["scenario".to_string(), "--print-default".into()], Some("my.toml".into())));
     let c = parse_line("x".into(), r#"daqnet sweep f.toml --vary 'a={ scheme = "deep" }'"#).unwrap();
     assert_eq!(c.args, ["sweep", "f.toml", "--vary", r#"a={ scheme = "deep" }"#]);
-    assert!(parse_line("x".into(), "ip netns exec daqnet-incast-32-node0 bash").is_none());
+    assert!(parse_line("x".into(), "ip netns exec daqnet-incast-32-c0 bash").is_none());
     let joined = logical_lines([(1, "daqnet sweep f \\"), (2, "    --vary a=1,2"), (3, "daqnet sim f")].into_iter());
     assert_eq!(joined, vec![(1, "daqnet sweep f  --vary a=1,2".to_string()), (3, "daqnet sim f".to_string())]);
     let scaled = scaled(&words("sweep f --vary a=1 --repeat 3 --events 2000"));

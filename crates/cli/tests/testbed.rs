@@ -121,14 +121,14 @@ fn up_and_down_are_idempotent_and_leave_nothing_behind() {
     // Supervisor, 8 readout units, 2 nodes, the switch.
     assert_eq!(mine.len(), 12, "{mine:?}");
     // Offloads are off and the collector port queues at most the scenario's 600 kB.
-    let tc = Command::new("tc").args(["-n", "daqnet-t-updown-sw", "qdisc", "show", "dev", "node0"]).output().unwrap();
+    let tc = Command::new("tc").args(["-n", "daqnet-t-updown-sw", "qdisc", "show", "dev", "c0"]).output().unwrap();
     let tc = String::from_utf8_lossy(&tc.stdout);
     assert!(tc.contains("tbf") && tc.contains("rate 1Gbit") && tc.contains("overhead 24"), "{tc}");
     let o = daqnet(&up);
     assert!(text(&o).contains("already up"), "{}", text(&o));
     // Hosts reach each other through the bridge, and only inside the testbed.
     let ping = Command::new("ip")
-        .args(["netns", "exec", "daqnet-t-updown-node1", "bash", "-c", "exec 3<>/dev/tcp/10.88.16.1/9 || true"])
+        .args(["netns", "exec", "daqnet-t-updown-c1", "bash", "-c", "exec 3<>/dev/tcp/10.88.16.1/9 || true"])
         .output()
         .unwrap();
     // Port 9 is closed: a refusal proves the SYN reached readout 0's host and its RST came back.

@@ -577,8 +577,8 @@ mod tests {
             "tc -n daqnet-t1-sw filter add dev {q} ingress protocol all u32 match u32 0 0 action mirred egress redirect dev {across}"
         ));
         has(&format!("ip -n daqnet-t1-sw link set dev {q} xdp obj {d}/orphan.o sec xdp"));
-        has("ip -n daqnet-t1-ru0 route replace 10.88.8.1/32 dev ru0 src 10.88.16.1 rto_min 200ms initcwnd 10");
-        has("ip -n daqnet-t1-node0 neigh replace 10.88.16.1 lladdr 02:01:0a:58:10:01 dev fab0 nud permanent");
+        has("ip -n daqnet-t1-r0 route replace 10.88.8.1/32 dev ru0 src 10.88.16.1 rto_min 200ms initcwnd 10");
+        has("ip -n daqnet-t1-c0 neigh replace 10.88.16.1 lladdr 02:01:0a:58:10:01 dev fab0 nud permanent");
         // The ports exist before rules name them, and every bridge gets its table.
         let last_port = all.iter().rposition(|c| c.contains("add-port")).unwrap();
         let first_rules = all.iter().position(|c| c.starts_with("ovs-ofctl replace-flows")).unwrap();

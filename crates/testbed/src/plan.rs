@@ -83,10 +83,14 @@ const MAX_BRIDGE_PORTS: u32 = 1023;
 pub struct Host {
     /// The role it runs.
     pub role: RoleId,
-    /// Host name, unique in the testbed and the same as the simulator's (`sup`, `ru12`,
-    /// `node3`: [`RoleId::host`]); also the name of its port in the switch namespace.
+    /// Host name in reports and traces, the same as the simulator's (`sup`, `ru12`, `node3`:
+    /// [`RoleId::host`]).
     pub name: String,
-    /// Namespace name (`daqnet-<id>-<name>`).
+    /// Short name for the kernel, unique in the testbed (`sup`, `r12`, `c3`): the name of its
+    /// port in the switch namespace. Not the host name: a parallel leaf-spine's readout unit
+    /// has an Open vSwitch bridge named `ru12` there.
+    pub short: String,
+    /// Namespace name (`daqnet-<id>-<short>`).
     pub ns: String,
     /// Its address in [`SUBNET`].
     pub ip: Ipv4Addr,
@@ -313,11 +317,16 @@ impl TestbedPlan {
         if !problems.is_empty() {
             return Err(problems);
         }
-        let ns = |name: &str| format!("{PREFIX}{id}-{name}");
+        let ns = |short: &str| format!("{PREFIX}{id}-{short}");
         let ip = |third: u32, i: u32| Ipv4Addr::new(10, 88, (third + i / 250) as u8, (i % 250 + 1) as u8);
         let host = |role: RoleId, ip, link_bps| {
-            let name = role.host();
-            Host { role, ns: ns(&name), name, ip, link_bps, port_buffer_bytes }
+            let short = match role {
+                RoleId::Readout(r) => format!("r{r}"),
+                RoleId::Collector(n) => format!("c{n}"),
+                RoleId::Worker(w) => format!("w{w}"),
+                RoleId::Supervisor | RoleId::Sfc => role.host(),
+            };
+            Host { role, ns: ns(&short), name: role.host(), short, ip, link_bps, port_buffer_bytes }
         };
         let list = match &sc.farm {
             // The SFC, then its workers.
@@ -448,13 +457,13 @@ impl TestbedPlan {
             }
             #[rustfmt::skip]
             v.push(run(&["ip", "link", "add", "eth0", "netns", ns, "address", &h.mac(), "mtu", &mtu, "type", "veth",
-                "peer", "name", &h.name, "netns", sw, "mtu", &mtu]));
+                "peer", "name", &h.short, "netns", sw, "mtu", &mtu]));
             v.push(Step::OffloadsOff { ns: ns.into(), dev: "eth0".into() });
-            v.push(Step::OffloadsOff { ns: sw.into(), dev: h.name.clone() });
+            v.push(Step::OffloadsOff { ns: sw.into(), dev: h.short.clone() });
             if bridge {
-                v.push(run(&["ip", "-n", sw, "link", "set", &h.name, "master", "br0", "up"]));
+                v.push(run(&["ip", "-n", sw, "link", "set", &h.short, "master", "br0", "up"]));
             } else {
-                v.push(run(&["ip", "-n", sw, "link", "set", &h.name, "up"]));
+                v.push(run(&["ip", "-n", sw, "link", "set", &h.short, "up"]));
                 // The daqring switch does not flood: every host knows its peers' MACs.
                 for peer in self.peers(h) {
                     #[rustfmt::skip]
@@ -473,7 +482,7 @@ impl TestbedPlan {
             v.push(Step::Run(route));
             v.push(shaper(ns, "eth0", h.link_bps, self.host_burst_ns, HOST_QUEUE_BYTES, self.mtu_bytes));
             if bridge {
-                v.push(shaper(sw, &h.name, h.link_bps, SWITCH_BURST_NS, h.port_buffer_bytes, self.mtu_bytes));
+                v.push(shaper(sw, &h.short, h.link_bps, SWITCH_BURST_NS, h.port_buffer_bytes, self.mtu_bytes));
             }
         }
         if let TestbedSwitch::Fabric(f) = &self.switch {
@@ -497,7 +506,7 @@ impl TestbedPlan {
     /// reports its own queues.
     pub fn sampled_ports(&self) -> Vec<(String, String)> {
         match &self.switch {
-            TestbedSwitch::Bridge => self.hosts.iter().map(|h| (h.name.clone(), format!("sw->{}", h.name))).collect(),
+            TestbedSwitch::Bridge => self.hosts.iter().map(|h| (h.short.clone(), format!("sw->{}", h.name))).collect(),
             TestbedSwitch::Fabric(f) => f.ports().into_iter().map(|p| (p.queue_dev.clone(), p.name())).collect(),
             TestbedSwitch::Daqring(_) => Vec::new(),
         }
@@ -580,7 +589,7 @@ impl TestbedPlan {
     /// host's line rate), a route per host MAC, a daqring per collector node.
     pub fn switch_config(&self) -> SwitchConfig {
         let daqring = self.daqring().cloned().unwrap_or_default();
-        let ports = self.hosts.iter().map(|h| PortConfig { name: h.name.clone(), rate_bps: h.link_bps }).collect();
+        let ports = self.hosts.iter().map(|h| PortConfig { name: h.short.clone(), rate_bps: h.link_bps }).collect();
         let routes = self.hosts.iter().enumerate().map(|(i, h)| Route { mac: h.mac(), port: i }).collect();
         let collectors: Vec<&Host> = self.hosts.iter().filter(|h| matches!(h.role, RoleId::Collector(_))).collect();
         let bucket = |h: &Host| (h.link_bps as u128 * SOFT_SWITCH_BURST_NS as u128 / 8 / 1_000_000_000) as u64;
@@ -655,7 +664,7 @@ mod tests {
         let names: Vec<&str> = p.hosts.iter().map(|h| h.name.as_str()).collect();
         assert_eq!(names, ["sup", "ru0", "ru1", "ru2", "node0", "node1"]);
         assert_eq!(p.host(RoleId::Readout(ReadoutId(2))).ip, Ipv4Addr::new(10, 88, 16, 3));
-        assert_eq!(p.host(RoleId::Collector(NodeId(1))).ns, "daqnet-t1-node1");
+        assert_eq!(p.host(RoleId::Collector(NodeId(1))).ns, "daqnet-t1-c1");
         assert_eq!(p.switch_ns, "daqnet-t1-sw");
         assert!(p.hosts.iter().all(|h| h.port_buffer_bytes == 200_000));
         let d = p.deployed(&incast());
@@ -663,7 +672,7 @@ mod tests {
         assert_eq!(d.deploy.readouts, ["10.88.16.1:7100", "10.88.16.2:7100", "10.88.16.3:7100"]);
         assert_eq!(d.deploy.tcp_congestion, "cubic");
         assert_eq!(p.rto_min_ms, 5);
-        assert_eq!(id_of_namespace("daqnet-t1-node1"), Some("t1"));
+        assert_eq!(id_of_namespace("daqnet-t1-c1"), Some("t1"));
         assert_eq!(id_of_namespace("daqnet-run-42-sw"), Some("run-42"));
         assert_eq!(id_of_namespace("other-t1-c1"), None);
     }
@@ -678,15 +687,17 @@ mod tests {
         };
         let all: Vec<String> = steps.iter().map(cmd).collect();
         assert!(all.contains(
-            &"tc -n daqnet-t1-sw qdisc replace dev node0 root tbf rate 1000000000bit burst 16000 limit 200000 overhead 24"
+            &"tc -n daqnet-t1-sw qdisc replace dev c0 root tbf rate 1000000000bit burst 16000 limit 200000 overhead 24"
                 .to_string()
         ));
         assert!(all.contains(
-            &"tc -n daqnet-t1-ru0 qdisc replace dev eth0 root tbf rate 1000000000bit burst 62500 limit 4194304 overhead 24"
+            &"tc -n daqnet-t1-r0 qdisc replace dev eth0 root tbf rate 1000000000bit burst 62500 limit 4194304 overhead 24"
                 .to_string()
         ), "three readout hosts: the 500 µs floor");
-        assert!(all.iter().any(|c| c.starts_with("ip -n daqnet-t1-node1 route replace 10.88.0.0/16")
-            && c.contains("rto_min 5ms initcwnd 10")));
+        assert!(all
+            .iter()
+            .any(|c| c.starts_with("ip -n daqnet-t1-c1 route replace 10.88.0.0/16")
+                && c.contains("rto_min 5ms initcwnd 10")));
         let offloads = steps.iter().filter(|s| matches!(s, Step::OffloadsOff { .. })).count();
         assert_eq!(offloads, 2 * p.hosts.len());
         // The default bucket grows with the readout hosts: 1 ms for 32, 500 µs for 16.
@@ -697,7 +708,7 @@ mod tests {
         shallow.network.host_burst_ns = 250_000;
         let s = TestbedPlan::new(&shallow, "t1").unwrap().steps();
         assert!(s.iter().map(cmd).any(|c| c
-            == "tc -n daqnet-t1-ru0 qdisc replace dev eth0 root tbf rate 1000000000bit burst 31250 limit 4194304 overhead 24"));
+            == "tc -n daqnet-t1-r0 qdisc replace dev eth0 root tbf rate 1000000000bit burst 31250 limit 4194304 overhead 24"));
         // Namespaces exist before anything is put in them.
         let first_link = all.iter().position(|c| c.contains("type veth")).unwrap();
         let last_add = all.iter().rposition(|c| c.starts_with("ip netns add")).unwrap();
@@ -723,12 +734,9 @@ mod tests {
         let neigh = |ns: &str, ip: &str| {
             all.iter().any(|c| c.starts_with(&format!("ip -n daqnet-t1-{ns} neigh replace {ip} lladdr 02:00:0a:58:")))
         };
-        assert!(
-            neigh("ru0", "10.88.8.1") && neigh("node0", "10.88.16.1"),
-            "readout units and collectors know each other"
-        );
-        assert!(neigh("ru0", "10.88.0.1") && neigh("sup", "10.88.16.2"), "and the supervisor");
-        assert!(!neigh("ru0", "10.88.16.2"), "readout units never talk to each other");
+        assert!(neigh("r0", "10.88.8.1") && neigh("c0", "10.88.16.1"), "readout units and collectors know each other");
+        assert!(neigh("r0", "10.88.0.1") && neigh("sup", "10.88.16.2"), "and the supervisor");
+        assert!(!neigh("r0", "10.88.16.2"), "readout units never talk to each other");
         let c = p.switch_config();
         c.check().unwrap();
         assert_eq!(c.ports.len(), p.hosts.len());

@@ -217,6 +217,8 @@ fn add_ovs_drops(f: &OvsFabric, ports: &mut [PortStats], drops: &PortDrops) {
 pub struct SoftSwitch {
     child: std::process::Child,
     stats: PathBuf,
+    /// (interface, host name) of every port: the switch names its queues by interface.
+    names: Vec<(String, String)>,
 }
 
 impl SoftSwitch {
@@ -243,7 +245,10 @@ impl SoftSwitch {
             let _ = tx.send(line);
         });
         match rx.recv_timeout(Duration::from_secs(10)) {
-            Ok(line) if line.contains("ready") => Ok(SoftSwitch { child, stats }),
+            Ok(line) if line.contains("ready") => {
+                let names = plan.hosts.iter().map(|h| (h.short.clone(), h.name.clone())).collect();
+                Ok(SoftSwitch { child, stats, names })
+            }
             other => {
                 let _ = child.kill();
                 let status = child.wait().ok();
@@ -268,12 +273,26 @@ impl SoftSwitch {
             .queues
             .into_iter()
             .map(|q| PortStats {
-                name: format!("sw->{}", q.name),
+                name: format!("sw->{}", self.host_named(&q.name)),
                 drops: q.stats.drops,
                 peak_bytes: q.stats.peak_bytes,
                 frames: q.stats.frames,
             })
             .collect())
+    }
+}
+
+impl SoftSwitch {
+    /// A queue's name with its interface (`c0 daqring 10.88.8.1`) replaced by the host's name
+    /// (`node0 daqring 10.88.8.1`).
+    fn host_named(&self, queue: &str) -> String {
+        let (dev, rest) = queue.split_once(' ').unwrap_or((queue, ""));
+        let host = self.names.iter().find(|(d, _)| d == dev).map_or(dev, |(_, h)| h.as_str());
+        if rest.is_empty() {
+            host.to_string()
+        } else {
+            format!("{host} {rest}")
+        }
     }
 }
 

@@ -25,7 +25,7 @@ use std::process::ExitCode;
 daqnet testbed run scenarios/testbed/incast-32.toml\n  \
 daqnet testbed run scenarios/testbed/incast-32.toml --set network.switch.buffer.port_bytes=4MB\n  \
 daqnet testbed up scenarios/testbed/incast-32.toml\n  \
-ip netns exec daqnet-incast-32-node0 sh   # a shell on the collector node's host\n  \
+ip netns exec daqnet-incast-32-c0 sh   # a shell on the collector node's host\n  \
 daqnet testbed down scenarios/testbed/incast-32.toml\n\
 Compare with the simulator over a sweep: daqnet validate FILE --vary PATH=LIST (docs/testbed.md).")]
 pub struct TestbedArgs {
