@@ -96,3 +96,63 @@ fn a_killed_worker_takes_its_events_and_the_rest_go_on() {
     let w3 = u(&r["farm"]["workers"][3]["events"]);
     assert!(w3 < 50, "worker 3 kept getting events: {w3}");
 }
+
+#[test]
+fn the_real_sfc_offers_events_at_their_own_times_from_a_generator_or_the_event_builder() {
+    let _one = serial();
+    // A generator at 1000 events/s of 32 kB (256 Mb/s, a fraction of what loopback carries):
+    // the run goes at that rate, not faster. (It once ran at 45,000/s: each returning token
+    // pulled a new event from the generator as if it were back-pressured.)
+    let dir = out_dir("farm-rate");
+    let o = daqnet(
+        &["run", "scenarios/lhcb-2002/v1.toml", "--set", "farm.source_rate_hz=1000"]
+            .into_iter()
+            .chain(["--events", "2000", "-q", "--out", dir.to_str().unwrap()])
+            .collect::<Vec<_>>(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let rate = report(&dir)["event_rate_hz"].as_f64().unwrap();
+    assert!((rate - 1000.0).abs() <= 20.0, "{rate} events/s");
+
+    // The event builder's output, recorded by the simulator: each event reaches the real SFC
+    // when the builder built it (never before; late by no more than the thread's wake-up on
+    // two busy cores, 20 ms), at its size, in the order it was built.
+    let eb = out_dir("farm-builder");
+    let events = ["--events", "2000", "--set", "run.warmup_events=500"];
+    let o = daqnet(
+        &["sim", "scenarios/lhcb-2002/builder.toml", "--per-event", "-q", "--out", eb.to_str().unwrap()]
+            .into_iter()
+            .chain(events)
+            .collect::<Vec<_>>(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let rows = |dir: &std::path::Path| -> Vec<Vec<u64>> {
+        let text = std::fs::read_to_string(dir.join("events.csv")).unwrap();
+        // event, node, assigned_ns, done_ns, bytes
+        let cols = [0, 2, 3, 5, 7];
+        text.lines().skip(1).map(|l| cols.map(|c| l.split(',').nth(c).unwrap().parse().unwrap()).to_vec()).collect()
+    };
+    let mut built: Vec<(u64, u64)> = rows(&eb).iter().map(|r| (r[3], r[4])).collect();
+    built.sort_unstable();
+    let dir = out_dir("farm-fed");
+    let from = format!("farm.from_builder.events={}", eb.join("events.csv").display());
+    let o = daqnet(
+        &["run", "scenarios/lhcb-2002/fed.toml", "--set", &from, "--per-event", "-q"]
+            .into_iter()
+            .chain(["--out", dir.to_str().unwrap()])
+            .chain(events)
+            .collect::<Vec<_>>(),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let r = report(&dir);
+    assert_eq!((u(&r["events_built"]), u(&r["events_not_built"]["lost"])), (2000, 0), "{r}");
+    let fed = rows(&dir);
+    assert_eq!(fed.len(), 2500);
+    for (k, row) in fed.iter().enumerate() {
+        let (at, bytes) = built[k];
+        assert_eq!((row[0], row[4]), (k as u64, bytes), "event {k}");
+        assert!(row[2] >= at && row[2] <= at + 20_000_000, "event {k} reached the SFC at {} ns, built at {at}", row[2]);
+    }
+    let rate = r["event_rate_hz"].as_f64().unwrap();
+    assert!((rate - 2800.0).abs() <= 0.02 * 2800.0, "{rate} events/s");
+}

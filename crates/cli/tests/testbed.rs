@@ -707,3 +707,51 @@ fn a_subfarm_on_gigabit_fills_its_link_and_shares_it_evenly() {
     let w = &r["farm"]["worker_bps"];
     assert!(f(&w["min"]) >= 0.85 * f(&w["mean"]) && f(&w["max"]) <= 1.15 * f(&w["mean"]), "{w}");
 }
+
+/// The event builder feeding a sub-farm, both in the testbed: first the builder
+/// (scenarios/lhcb-2002/builder.toml: 32 readout units → the SFC's node, 32 kB events at
+/// 2,800/s) with its per-event output, then the sub-farm (fed.toml) whose SFC receives those
+/// events when the builder built them, at their sizes. Every event is forwarded and none lost
+/// (717 Mb/s, below the SFC link's 941); each reaches the SFC no earlier than it was built and
+/// no later than a thread's wake-up on two busy cores (20 ms); the sub-farm runs at the
+/// builder's rate.
+#[test]
+fn a_subfarm_in_the_testbed_is_fed_by_the_testbed_event_builder() {
+    if !root() {
+        return;
+    }
+    let _one = serial();
+    let events = ["--events", "2000", "--set", "run.warmup_events=500", "-q"];
+    let rows = |dir: &std::path::Path| -> Vec<[u64; 3]> {
+        let text = std::fs::read_to_string(dir.join("events.csv")).unwrap();
+        let col = |l: &str, c: usize| l.split(',').nth(c).unwrap().parse::<u64>().unwrap();
+        // assigned_ns, done_ns, bytes
+        text.lines().skip(1).map(|l| [col(l, 3), col(l, 5), col(l, 7)]).collect()
+    };
+    let eb = out_dir("subfarm-builder");
+    let args = ["testbed", "run", "scenarios/lhcb-2002/builder.toml", "--per-event", "--out", eb.to_str().unwrap()];
+    let o = daqnet(&args.into_iter().chain(events).collect::<Vec<_>>());
+    assert!(o.status.success(), "{}", text(&o));
+    let builder_rate = f(&report(&eb)["event_rate_hz"]);
+    let mut built: Vec<(u64, u64)> = rows(&eb).iter().map(|r| (r[1], r[2])).collect();
+    built.sort_unstable();
+    let from = format!("farm.from_builder.events={}", eb.join("events.csv").display());
+    let (r, fed) = paced(
+        || {
+            let dir = out_dir("subfarm-fed");
+            let args = ["testbed", "run", "scenarios/lhcb-2002/fed.toml", "--set", &from, "--per-event"];
+            let o = daqnet(&args.into_iter().chain(["--out", dir.to_str().unwrap()]).chain(events).collect::<Vec<_>>());
+            assert!(o.status.success(), "{}", text(&o));
+            (report(&dir), rows(&dir))
+        },
+        |(_, fed)| fed.iter().zip(&built).all(|(row, &(at, _))| row[0] <= at + 20_000_000),
+    );
+    assert_eq!((f(&r["events_built"]), f(&r["events_not_built"]["lost"])), (2000.0, 0.0), "{r}");
+    assert_eq!(fed.len(), 2500);
+    for (k, (row, &(at, bytes))) in fed.iter().zip(&built).enumerate() {
+        assert_eq!(row[2], bytes, "event {k}");
+        assert!(row[0] >= at && row[0] <= at + 20_000_000, "event {k} reached the SFC at {} ns, built at {at}", row[0]);
+    }
+    let rate = f(&r["event_rate_hz"]);
+    assert!((rate - builder_rate).abs() <= 0.02 * builder_rate, "{rate} events/s, the builder {builder_rate}");
+}

@@ -204,3 +204,37 @@ fn fabric_sizes_are_checked_by_name() {
     let e = bad(&["network.topology=star"]);
     assert!(e.contains("field `network.fabric`: is set but network.topology = \"star\" does not use it"), "{e}");
 }
+
+#[test]
+fn a_sub_farm_fed_by_an_event_builder_needs_version_1_and_a_recording_that_holds_the_run() {
+    let dir = std::env::temp_dir().join(format!("daqnet-from-builder-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("events.csv");
+    let rows: String = (0..30).map(|k| format!("{k},0,{},0,0,{},0.1,32000,true\n", k % 3, 1000 * k)).collect();
+    std::fs::write(&csv, format!("event,pu,node,assigned_ns,start_ns,done_ns,latency_ms,bytes,measured\n{rows}"))
+        .unwrap();
+    let text = |implementation: &str, node: u32| {
+        format!(
+            "[network]\ntopology = \"star\"\n[farm]\nimplementation = \"{implementation}\"\n\
+             from_builder = {{ events = \"{}\", node = {node} }}\n[run]\nevents = 5\nwarmup_events = 5\n",
+            csv.display()
+        )
+    };
+    let s = parse_str(&text("v1", 2), "my.toml", &[]).unwrap();
+    assert_eq!(s.farm.unwrap().from_builder.unwrap().events, csv, "an absolute path stays as it is");
+
+    let e = err(&text("v2", 2), &[]);
+    assert!(e.contains("my.toml:5: field `farm.from_builder`: feeds the SFC's event queue, which only"), "{e}");
+    let e = err(&text("v1", 2), &["farm.source_rate_hz=100"]);
+    assert!(e.contains("field `farm.source_rate_hz`: is 100 Hz, but farm.from_builder sets when"), "{e}");
+    let e = err(&text("v1", 1), &["run.events=6"]);
+    assert!(e.contains("holds 10 events built at node 1, but the run needs 11"), "{e}");
+    let e = err(&text("v1", 3), &[]);
+    assert!(e.contains("has no event built at node 3 (its nodes: 0 ..= 2)"), "{e}");
+    let e = err(&text("v1", 0), &["farm.from_builder.events=no/such.csv"]);
+    assert!(
+        e.contains("field `farm.from_builder.events`: cannot read /") && e.contains("no/such.csv: No such file"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

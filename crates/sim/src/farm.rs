@@ -12,9 +12,9 @@ use crate::net::fabric::Fabric;
 use crate::sockets::{run, Dataflow, End, Ev, Sockets};
 use crate::tcp::TcpParams;
 use crate::world::{SimOptions, SimOutput};
-use daqnet_core::farm::{Dispatcher, DispatcherOutput, FarmError, FarmTally, Token, Worker, WorkerOutput};
-use daqnet_core::scenario::{Dispatch, Farm, Implementation, Rate};
-use daqnet_core::{ConnId, EventId, Nanos, Scenario, WorkerId, NS_PER_S};
+use daqnet_core::farm::{Dispatcher, DispatcherOutput, EventSource, FarmError, FarmTally, Token, Worker, WorkerOutput};
+use daqnet_core::scenario::{Dispatch, Farm, Implementation};
+use daqnet_core::{ConnId, EventId, Nanos, Scenario, WorkerId};
 use std::time::Instant;
 
 #[derive(Debug, Clone, Copy)]
@@ -25,7 +25,8 @@ enum Msg {
 
 #[derive(Debug, Clone, Copy)]
 enum FarmEv {
-    /// The generator offers its next event (`v1` at a fixed rate).
+    /// The next event reaches the SFC at its own time (`v1` at a fixed rate, or the event
+    /// builder's output).
     Generate,
     WorkerWake(WorkerId),
 }
@@ -34,6 +35,7 @@ struct FarmWorld<'a> {
     q: EventQueue<Ev<FarmEv>>,
     net: Sockets<Msg>,
     farm: Farm,
+    source: EventSource,
     sfc: Dispatcher,
     workers: Vec<Worker>,
     /// Per worker: event bytes sent to it, and taken by it (started); their difference is
@@ -119,6 +121,7 @@ impl<'a> FarmWorld<'a> {
             generated: 0,
             total,
             tally: FarmTally::new(n, scenario.run.warmup_events, total, opts.record_events),
+            source: EventSource::of(&farm).expect("a valid scenario's source reads"),
             farm,
             opts,
         }
@@ -137,11 +140,9 @@ impl<'a> FarmWorld<'a> {
                 self.sfc.on_writable(WorkerId(w));
             }
         }
-        match self.farm.source_rate_hz {
-            Rate::Hz(_) if self.farm.implementation == Implementation::V1 => {
-                self.q.schedule(0, Ev::App(FarmEv::Generate))
-            }
-            _ => self.feed(),
+        match self.source.due(EventId(0)) {
+            Some(at) => self.q.schedule(at, Ev::App(FarmEv::Generate)),
+            None => self.feed(),
         }
         self.drain_sfc();
     }
@@ -163,23 +164,22 @@ impl<'a> FarmWorld<'a> {
         }
     }
 
-    /// `v1` at a fixed rate: one event now, the next one period later; a full queue loses it.
+    /// An event at its own time: offered now, the next one scheduled; a full queue loses it.
     fn generate(&mut self) {
-        let Rate::Hz(hz) = self.farm.source_rate_hz else { unreachable!("scheduled only at a fixed rate") };
         if let Err(FarmError::QueueFull { event, .. }) = self.offer_event() {
             self.tally.on_lost(event);
         }
         if self.generated < self.total {
-            let period = (NS_PER_S as f64 / hz).round().max(1.0) as Nanos;
-            self.q.schedule(self.q.now() + period, Ev::App(FarmEv::Generate));
+            let at = self.source.due(EventId(self.generated)).expect("a scheduled source times every event");
+            self.q.schedule(at.max(self.q.now()), Ev::App(FarmEv::Generate));
         }
         self.drain_sfc();
     }
 
     /// Offers events while the SFC wants them (a back-pressured generator, or an event made
-    /// when a worker can take it), unless the generator runs at a fixed rate.
+    /// when a worker can take it), unless events come at their own times.
     fn feed(&mut self) {
-        if matches!(self.farm.source_rate_hz, Rate::Hz(_)) && self.farm.implementation == Implementation::V1 {
+        if !self.source.on_demand() {
             return;
         }
         while self.generated < self.total && self.sfc.wants_event() {
@@ -195,7 +195,7 @@ impl<'a> FarmWorld<'a> {
         if self.farm.dispatch == Dispatch::Push {
             self.pushed_at.insert(event, now);
         }
-        self.sfc.on_event(now, event, self.farm.event_bytes)
+        self.sfc.on_event(now, event, self.source.bytes(event))
     }
 
     fn drain_sfc(&mut self) {
@@ -248,7 +248,7 @@ impl<'a> FarmWorld<'a> {
     }
 
     fn on_done(&mut self, w: WorkerId, event: EventId, queued: Nanos, now: Nanos) {
-        self.tally.on_done(w, event, self.farm.event_bytes, queued, now);
+        self.tally.on_done(w, event, self.source.bytes(event), queued, now);
         self.opts.on_built(self.tally.built(), self.total);
     }
 

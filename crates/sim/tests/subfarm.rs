@@ -120,3 +120,68 @@ fn same_seed_same_report() {
     }
     assert_eq!(a, b);
 }
+
+/// Simulates the event builder in front of the sub-farm (`builder.toml` with `sets`) and writes
+/// its per-event output where `fed.toml` can read it; returns node 0's (built at, bytes), in
+/// the order they were built, and the path.
+fn builder_output(name: &str, sets: &[&str]) -> (Vec<(u64, u64)>, std::path::PathBuf) {
+    let out = run(&scenario("builder", sets));
+    let dir = std::env::temp_dir().join(format!("daqnet-subfarm-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("events.csv");
+    std::fs::write(&path, daqnet_core::report::EventRecord::to_csv(&out.events)).unwrap();
+    let mut built: Vec<(u64, u64)> = out.events.iter().filter(|e| e.node == 0).map(|e| (e.done_ns, e.bytes)).collect();
+    built.sort_unstable();
+    (built, path)
+}
+
+#[test]
+fn an_sfc_fed_by_the_event_builder_receives_each_event_when_and_as_the_builder_built_it() {
+    // The builder makes 32 kB events at 2,800/s (717 Mb/s, below the SFC link's 941): nothing
+    // queues long enough to be lost, so every event the builder built at node 0 reaches the
+    // SFC's event queue at the very nanosecond it was built, with its size, in that order.
+    let (built, path) = builder_output("exact", &["run.events=3000", "run.warmup_events=1000"]);
+    assert_eq!(built.len(), 4000);
+    let events = format!("farm.from_builder.events={}", path.display());
+    let s = scenario("fed", &[&events, "run.events=3000", "run.warmup_events=1000"]);
+    let out = run(&s);
+    assert_eq!((out.report.events_built, out.report.events_not_built.lost), (3000, 0));
+    assert_eq!(out.events.len(), 4000);
+    for (k, e) in out.events.iter().enumerate() {
+        assert_eq!((e.event, e.assigned_ns, e.bytes), (k as u64, built[k].0, built[k].1), "event {k}");
+    }
+    // The SFC forwards at the builder's rate, 2,800 events/s: its measured window (1.07 s)
+    // only gains the last event's dispatch (32 kB at 100 Mb/s, 2.9 ms), under 0.5 %.
+    let rate = out.report.event_rate_hz;
+    assert!((2800.0 * 0.995..=2800.0 * 1.001).contains(&rate), "{rate}");
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn incast_in_the_event_builder_reaches_the_sub_farm_as_bursts() {
+    // With 26 kB of port buffer the 32 fragments of an event (32 kB) overflow the SFC's switch
+    // port: some fragments wait for a retransmission timeout (≥ 200 ms), and the events behind
+    // them are built together when it fires. Arriving at the 2,800/s the builder was asked for,
+    // an event finds one of the 20 tokens free (a worker takes 2.7 ms for 32 kB at 100 Mb/s,
+    // so the 20 return one every 136 µs, 2.6 times as often as events come) and never waits.
+    // A burst brings more events at once than tokens are free: they wait in the queue.
+    let (regular, path) = builder_output("regular", &["run.events=2000", "run.warmup_events=500"]);
+    let events = format!("farm.from_builder.events={}", path.display());
+    let fed = |events: &str| run(&scenario("fed", &[events, "run.events=2000", "run.warmup_events=500"])).report;
+    let calm = fed(&events);
+    let f = calm.farm.as_ref().unwrap();
+    assert_eq!((f.peak_event_queue, f.waited_for_token), (1, 0), "{} regular arrivals", regular.len());
+
+    let sets = ["run.events=2000", "run.warmup_events=500", "network.switch.buffer.port_bytes=26kB"];
+    let (bursty, path2) = builder_output("bursty", &sets);
+    let gaps = bursty.windows(2).filter(|w| w[1].0 - w[0].0 >= 200_000_000).count();
+    assert!(gaps >= 1, "the builder stalls on a retransmission timeout");
+    let r = fed(&format!("farm.from_builder.events={}", path2.display()));
+    let f = r.farm.as_ref().unwrap();
+    assert!(f.peak_event_queue >= 2 && f.waited_for_token > 0, "{f:?}");
+    let nb = &r.events_not_built;
+    assert_eq!(r.events_built + nb.lost + nb.abandoned, 2000, "nothing disappears");
+    for p in [path, path2] {
+        std::fs::remove_dir_all(p.parent().unwrap()).unwrap();
+    }
+}

@@ -61,6 +61,8 @@ pub struct TestbedRun {
     pub report: RunReport,
     /// Seconds it took to build the testbed.
     pub build_s: f64,
+    /// Namespaces it built.
+    pub namespaces: usize,
 }
 
 /// A unique testbed name for a run by this process.
@@ -158,7 +160,7 @@ fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow:
     report.tcp_source = "nstat".into();
     report.fabric = fabric;
     std::fs::write(&path, report.to_json()).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(TestbedRun { exit_code, report, build_s: testbed.build_s })
+    Ok(TestbedRun { exit_code, report, build_s: testbed.build_s, namespaces: testbed.plan.namespaces().len() })
 }
 
 /// Stops the fabric's controller and gathers what it did: the faults, with the frames their

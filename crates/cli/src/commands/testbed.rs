@@ -240,12 +240,7 @@ pub fn run(a: TestbedArgs) -> anyhow::Result<ExitCode> {
                 for l in daqnet_study::verdict::verdict(&done.report, &sc, &r.scenario.origin()) {
                     println!("{l}");
                 }
-                println!(
-                    "  {:<26} {:.1} s ({} namespaces)",
-                    "testbed build",
-                    done.build_s,
-                    sc.system.readout_units + sc.system.nodes + 2
-                );
+                println!("  {:<26} {:.1} s ({} namespaces)", "testbed build", done.build_s, done.namespaces);
                 if let Some(check) = done.report.fabric.as_ref().and_then(|f| f.spine_check.as_ref()) {
                     let verdict = if check.off_plan.is_empty() {
                         "confirm the plan".to_string()

@@ -8,10 +8,12 @@
 //! section ([`crate::scenario::Farm`]) configures both.
 
 mod dispatcher;
+mod source;
 mod tally;
 mod worker;
 
 pub use dispatcher::{Dispatcher, DispatcherOutput, DispatcherStats};
+pub use source::{read_builder_output, Arrival, EventSource};
 pub use tally::FarmTally;
 pub use worker::{Worker, WorkerOutput};
 

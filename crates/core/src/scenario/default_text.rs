@@ -130,6 +130,9 @@ run_id = 0                   # in every hello; a peer of another run is refused 
 # reject_ns = 0                # processing time of a rejected event
 # accept_ns = 0                # processing time of an accepted event
 # source_rate_hz = "unbounded" # v1: events offered per second, or "unbounded" (keeps the queue full)
+# # from_builder = { events = "eb/events.csv", node = 0 }
+#                              # v1: instead of a generator, what an event builder built at one node
+#                              # (its events.csv from --per-event), when it built it, at its size
 # event_queue_events = 40      # v1: the SFC's event queue; an event finding it full is lost
 # pipe_bytes = "128KiB"        # round_robin, push: event bytes on a connection before a send blocks
 # sfc_link_bps = "1G"

@@ -4,6 +4,7 @@
 use super::Rate;
 use crate::units::{de_bps, de_bytes, de_bytes_u32, de_ns};
 use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 
 /// `[farm]`: when present, the scenario is a sub-farm — one SFC and its workers on the star
 /// switch of `[network.switch]` — instead of the event builder of `[system]`.
@@ -49,6 +50,12 @@ pub struct Farm {
     /// `v1`: events the generator offers per second, or `"unbounded"`: the generator keeps
     /// the SFC's event queue full (it is back-pressured, as by its TCP connection in the note).
     pub source_rate_hz: Rate,
+    /// `v1`: feed the SFC's event queue with what an event builder built at one of its nodes,
+    /// when it built it and as big as it was, instead of the generator (`source_rate_hz` must
+    /// then stay `"unbounded"`). The builder is not slowed by a full queue (LHCb's readout
+    /// pushes): an event that finds the queue full is lost and counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_builder: Option<FromBuilder>,
     /// `v1`: events the SFC's event queue holds (default 40: two per worker of the note's 20);
     /// a generated event that finds it full is lost and counted (`events_not_built.lost`). A
     /// back-pressured generator keeps it full, so every event waits behind this many: its
@@ -64,6 +71,18 @@ pub struct Farm {
     /// Line rate of each worker's link, in bit/s ([LHCB-SUBFARM]: Fast Ethernet, 100 Mb/s).
     #[serde(deserialize_with = "de_bps")]
     pub worker_link_bps: u64,
+}
+
+/// `[farm.from_builder]`: the event builder's output that feeds the SFC.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FromBuilder {
+    /// The builder run's `events.csv` (`daqnet sim|run|testbed run … --per-event`; relative to
+    /// the working directory): each row an event, built at `node` at `done_ns`, `bytes` long.
+    pub events: PathBuf,
+    /// The builder's node whose output this SFC receives (default 0).
+    #[serde(default)]
+    pub node: u32,
 }
 
 /// The note's three implementations of the SFC ([LHCB-SUBFARM] §2.3.2.1).
@@ -136,6 +155,7 @@ impl Default for Farm {
             reject_ns: 0,
             accept_ns: 0,
             source_rate_hz: Rate::Unbounded,
+            from_builder: None,
             event_queue_events: 40,
             pipe_bytes: 128 << 10,
             sfc_link_bps: 1_000_000_000,

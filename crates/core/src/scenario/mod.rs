@@ -15,7 +15,7 @@ mod validate;
 
 pub use choice::{Credits, Rate};
 pub use fabric::{Assignment, ParallelLeafSpine};
-pub use farm::{Dispatch, Farm, Implementation};
+pub use farm::{Dispatch, Farm, FromBuilder, Implementation};
 pub use load::{apply_set, load, parse_str, ScenarioError};
 pub use pipe::{Pipe, PipeDirection, PipePattern, PipeScheduler};
 
@@ -622,6 +622,10 @@ impl Scenario {
             }
             // Its sizes must match [system]'s: no default could.
             Topology::ParallelLeafSpine => {}
+        }
+        // A role of a real run may start in another directory; the path names the same file.
+        if let Some(b) = self.farm.as_mut().and_then(|f| f.from_builder.as_mut()) {
+            b.events = std::path::absolute(&b.events).unwrap_or_else(|_| b.events.clone());
         }
         self
     }

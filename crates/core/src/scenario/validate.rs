@@ -1,8 +1,8 @@
 //! Semantic checks of a scenario: each problem names the field, its value and what is allowed.
 
 use super::{
-    BufferConfig, Credits, Dispatch, Farm, FragmentSize, Network, ParallelLeafSpine, Pipe, PipeScheduler, Rate,
-    Scenario, SwitchConfig, System, Topology,
+    BufferConfig, Credits, Dispatch, Farm, FragmentSize, FromBuilder, Implementation, Network, ParallelLeafSpine, Pipe,
+    PipeScheduler, Rate, Scenario, SwitchConfig, System, Topology,
 };
 
 type Problems = Vec<(String, String)>;
@@ -215,6 +215,9 @@ impl Scenario {
         self.validate_deploy(&mut p);
         if let Some(f) = &self.farm {
             validate_farm(&mut p, f, n);
+            if let Some(b) = &f.from_builder {
+                validate_from_builder(&mut p, f, b, r.warmup_events + r.events);
+            }
         }
         if let Some(pipe) = &self.pipe {
             validate_pipe(&mut p, pipe, self);
@@ -229,8 +232,15 @@ impl Scenario {
         let mut p = Problems::new();
         if let Some(f) = &self.farm {
             // An event's payload starts with an 8-byte key; a message body is at most 64 MiB.
-            let sizes =
-                [("farm.event_bytes", f.event_bytes, 8), ("farm.accept_output_bytes", f.accept_output_bytes, 0)];
+            let mut sizes = vec![("farm.accept_output_bytes", f.accept_output_bytes, 0)];
+            match f.from_builder.as_ref().map(crate::farm::read_builder_output) {
+                // Every recorded size is checked: the smallest and the largest.
+                Some(Ok(a)) => sizes.extend(
+                    [a.iter().map(|a| a.bytes).min(), a.iter().map(|a| a.bytes).max()]
+                        .map(|b| ("farm.from_builder.events", b.unwrap_or(0), 8)),
+                ),
+                _ => sizes.push(("farm.event_bytes", f.event_bytes, 8)),
+            }
             for (field, v, min) in sizes {
                 need(
                     &mut p,
@@ -366,6 +376,40 @@ fn validate_farm(p: &mut Problems, f: &Farm, n: &Network) {
         "network.topology",
         format!("is \"{}\"; a sub-farm ([farm]) sits on one switch: set topology = \"star\"", n.topology.name()),
     );
+}
+
+/// `[farm.from_builder]`: `v1` without a rate of its own, and a recording that holds the run.
+fn validate_from_builder(p: &mut Problems, f: &Farm, b: &FromBuilder, total: u64) {
+    let field = "farm.from_builder";
+    need(
+        p,
+        f.implementation == Implementation::V1,
+        field,
+        format!(
+            "feeds the SFC's event queue, which only farm.implementation = \"v1\" has (it is \"{}\")",
+            f.implementation.name()
+        ),
+    );
+    if let Rate::Hz(r) = f.source_rate_hz {
+        p.push((
+            "farm.source_rate_hz".into(),
+            format!("is {r} Hz, but farm.from_builder sets when events arrive: leave it \"unbounded\""),
+        ));
+    }
+    match crate::farm::read_builder_output(b) {
+        Err(e) => p.push((format!("{field}.events"), e)),
+        Ok(a) => need(
+            p,
+            a.len() as u64 >= total,
+            &format!("{field}.events"),
+            format!(
+                "holds {} events built at node {}, but the run needs {total} (run.warmup_events + run.events): \
+                 lower run.events, or record a longer builder run",
+                a.len(),
+                b.node
+            ),
+        ),
+    }
 }
 
 /// `[network.fabric]`: sizes that divide the system's, uplinks within the planes, every readout

@@ -6,9 +6,9 @@ use super::{payload_key, read_msg, since, write_msg, Head, Kind, NO_EVENT};
 use crate::net::transport::{tuned_socket, TcpStats};
 use crate::role::{RoleId, SupervisorLine};
 use anyhow::{bail, Context};
-use daqnet_core::farm::{Dispatcher, DispatcherOutput, FarmError, FarmTally, Token, Verdict};
+use daqnet_core::farm::{Dispatcher, DispatcherOutput, EventSource, FarmError, FarmTally, Token, Verdict};
 use daqnet_core::report::{EventRecord, FaultRecord, RunReport, TcpCounters};
-use daqnet_core::scenario::{Dispatch, Farm, Implementation, Rate};
+use daqnet_core::scenario::{Dispatch, Farm, Implementation};
 use daqnet_core::{EventId, Nanos, Scenario, WorkerId, NS_PER_S};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::os::fd::AsFd;
@@ -40,6 +40,7 @@ struct Link {
 /// What the SFC's threads share.
 struct Shared<'a> {
     farm: &'a Farm,
+    source: EventSource,
     run_id: u64,
     total: u64,
     start: Instant,
@@ -69,8 +70,10 @@ pub fn run(sc: &Scenario, opts: SfcOptions) -> anyhow::Result<(RunReport, Vec<Ev
     let n = farm.workers;
     let capacity = (farm.implementation == Implementation::V1).then_some(farm.event_queue_events as usize);
     let total = sc.run.warmup_events + sc.run.events;
+    let source = EventSource::of(farm).map_err(anyhow::Error::msg)?;
     let sh = Shared {
         farm,
+        source,
         run_id: sc.deploy.run_id,
         total,
         start: Instant::now(),
@@ -184,18 +187,24 @@ impl Shared<'_> {
         }
         let now = self.now();
         self.tally.lock().expect("tally").on_arrival(now, EventId(e), (d.queued_events(), d.queued_tokens()));
-        Some(d.on_event(now, EventId(e), self.farm.event_bytes))
+        Some(d.on_event(now, EventId(e), self.source.bytes(EventId(e))))
     }
 
     /// Offers events while the dispatcher wants them (a back-pressured generator, or versions
-    /// 2 and 3 making an event when a worker can take it).
+    /// 2 and 3 making an event when a worker can take it), unless events come at their own
+    /// times (the generator thread offers those).
     fn offer_while_wanted(&self, d: &mut Dispatcher) {
-        while d.wants_event() && self.offer(d).is_some() {}
+        while self.source.on_demand() && d.wants_event() && self.offer(d).is_some() {}
+    }
+
+    /// A buffer for the largest event's payload.
+    fn payload(&self) -> Vec<u8> {
+        vec![0u8; self.source.max_bytes() as usize]
     }
 
     fn on_done(&self, worker: WorkerId, event: EventId, queued: Nanos) {
         let mut t = self.tally.lock().expect("tally");
-        t.on_done(worker, event, self.farm.event_bytes, queued, self.now());
+        t.on_done(worker, event, self.source.bytes(event), queued, self.now());
         self.end_if_finished(&t);
     }
 
@@ -220,8 +229,8 @@ impl Shared<'_> {
     fn carry_out(&self, outputs: Vec<DispatcherOutput>, payload: &mut [u8]) {
         for o in outputs {
             match o {
-                DispatcherOutput::Send { worker, event, .. } => {
-                    self.send_event(worker, event, payload);
+                DispatcherOutput::Send { worker, event, bytes } => {
+                    self.send_event(worker, event, &mut payload[..bytes as usize]);
                     if self.farm.dispatch == Dispatch::RoundRobin {
                         // The blocking send returned: the connection took the event.
                         self.lock().on_writable(worker);
@@ -300,7 +309,7 @@ fn version_1<'s>(sh: &'s Shared<'_>, s: &'s std::thread::Scope<'s, '_>) {
     s.spawn(|| generator(sh));
     s.spawn(|| token_thread(sh));
     s.spawn(|| {
-        let mut payload = vec![0u8; sh.farm.event_bytes as usize];
+        let mut payload = sh.payload();
         loop {
             let outputs: Vec<DispatcherOutput> = {
                 let mut d = sh.lock();
@@ -320,11 +329,11 @@ fn version_1<'s>(sh: &'s Shared<'_>, s: &'s std::thread::Scope<'s, '_>) {
     });
 }
 
-/// Version 1's event generator: back-pressured (keeps the queue full) or at a fixed rate,
-/// losing what a full queue cannot take.
+/// Version 1's event generator: back-pressured (keeps the queue full), or each event at its
+/// own time (a fixed rate, or the event builder's output), losing what a full queue cannot take.
 fn generator(sh: &Shared<'_>) {
-    match sh.farm.source_rate_hz {
-        Rate::Unbounded => loop {
+    match sh.source.due(EventId(0)) {
+        None => loop {
             let mut d = sh.lock();
             while !d.wants_event() && !sh.over() {
                 d = sh.cv.wait_timeout(d, Duration::from_millis(50)).expect("dispatcher").0;
@@ -334,10 +343,9 @@ fn generator(sh: &Shared<'_>) {
             }
             sh.cv.notify_all();
         },
-        Rate::Hz(hz) => {
-            let period = NS_PER_S as f64 / hz;
+        Some(_) => {
             for k in 0.. {
-                let due = (k as f64 * period) as Nanos;
+                let Some(due) = sh.source.due(EventId(k)) else { return };
                 std::thread::sleep(Duration::from_nanos(due.saturating_sub(sh.now())));
                 let mut d = sh.lock();
                 match sh.offer(&mut d) {
@@ -405,7 +413,7 @@ fn version_2<'s>(sh: &'s Shared<'_>, s: &'s std::thread::Scope<'s, '_>) {
         s.spawn(move || {
             let w = WorkerId(w);
             let Some(mut conn) = sh.links[w.index()].read.lock().expect("reader").take() else { return };
-            let (mut body, mut payload) = (Vec::new(), vec![0u8; sh.farm.event_bytes as usize]);
+            let (mut body, mut payload) = (Vec::new(), sh.payload());
             loop {
                 match read_msg(&mut conn, &mut body) {
                     Ok(h) if h.kind == Kind::Token => {
@@ -434,7 +442,7 @@ fn version_3<'s>(sh: &'s Shared<'_>, s: &'s std::thread::Scope<'s, '_>) {
     for w in 0..sh.links.len() as u32 {
         s.spawn(move || {
             let w = WorkerId(w);
-            let mut payload = vec![0u8; sh.farm.event_bytes as usize];
+            let mut payload = sh.payload();
             loop {
                 let e = sh.generated.fetch_add(1, Ordering::Relaxed);
                 if e >= sh.total || sh.over() {
