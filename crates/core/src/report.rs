@@ -229,6 +229,10 @@ pub struct RunReport {
     pub tcp_source: String,
     /// Switch drops and occupancy (whole run, warm-up included).
     pub switch: SwitchStats,
+    /// (sim, with `[network.edge]`) The edge hosts' receive path: drops in their NICs' buffers
+    /// and their occupancy, per host (`node3 nic`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edge: Option<SwitchStats>,
     /// Wall-clock seconds of the whole run.
     pub wall_s: f64,
     /// (sim only) Collision events simulated per wall second, warm-up included.
@@ -877,6 +881,16 @@ impl RunReport {
                 _ => "0".to_string(),
             },
         );
+        if let Some(e) = &self.edge {
+            let worst = e.ports.iter().max_by_key(|p| (p.drops, p.peak_bytes));
+            row(
+                "edge NIC drops",
+                match worst {
+                    Some(p) => format!("{} (most at {}: {} drops, peak {} B)", e.drops, p.name, p.drops, p.peak_bytes),
+                    None => "0".into(),
+                },
+            );
+        }
         if let Some(f) = &self.farm {
             let w = &f.worker_bps;
             row("sub-farm", format!("{} with {} dispatch, {} workers", f.implementation, f.dispatch, f.workers.len()));

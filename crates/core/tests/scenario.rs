@@ -238,3 +238,12 @@ fn a_sub_farm_fed_by_an_event_builder_needs_version_1_and_a_recording_that_holds
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_polling_cycle_needs_a_burst_and_an_edge_bus_a_buffer_for_a_frame() {
+    let star = "[network]\ntopology = \"star\"\n";
+    let e = err(star, &["network.switch.kind=daqring", "network.switch.daqring.poll_cycle_ns=100us"]);
+    assert!(e.contains("field `network.switch.daqring.poll_cycle_ns`: is 100000 ns, but burst_frames is 0"), "{e}");
+    let e = err(star, &["network.edge.bus_bps=8G", "network.edge.nic_buffer_bytes=1kB"]);
+    assert!(e.contains("field `network.edge.nic_buffer_bytes`: is 1000; must hold at least one full frame"), "{e}");
+}

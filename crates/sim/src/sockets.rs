@@ -9,7 +9,7 @@
 
 use crate::engine::{EventQueue, Place};
 use crate::net::fabric::{Fabric, Vertex};
-use crate::net::port::{offer, Admission};
+use crate::net::port::{offer, Admission, Port};
 use crate::net::wire::{frame_bytes, sack_option_bytes};
 use crate::tcp::{AckUrgency, Endpoint, Sender, TcpParams, Transmission};
 use crate::trace::{Targets, TraceSink, TraceSpec, Tracer};
@@ -576,14 +576,17 @@ impl<M: Copy> Sockets<M> {
         tcp.dup_acks = self.dup_acks;
         report.tcp = tcp;
         report.tcp_source = "model".into();
-        let ports: Vec<PortStats> = self
-            .fabric
-            .ports
-            .iter()
-            .filter(|p| p.on_switch)
-            .map(|p| PortStats { name: p.name.clone(), drops: p.drops, peak_bytes: p.peak_bytes, frames: p.frames })
-            .collect();
-        report.switch = SwitchStats { drops: ports.iter().map(|p| p.drops).sum(), ports };
+        let stats = |ports: Vec<&Port>| {
+            let ports: Vec<PortStats> = ports
+                .into_iter()
+                .map(|p| PortStats { name: p.name.clone(), drops: p.drops, peak_bytes: p.peak_bytes, frames: p.frames })
+                .collect();
+            SwitchStats { drops: ports.iter().map(|p| p.drops).sum(), ports }
+        };
+        let f = &self.fabric;
+        report.switch = stats(f.ports.iter().filter(|p| p.on_switch).collect());
+        report.edge =
+            (!f.edge_ports.is_empty()).then(|| stats(f.edge_ports.iter().map(|&p| &f.ports[p as usize]).collect()));
         report.wall_s = wall_s;
         report.sim_events_per_s = Some(if wall_s > 0.0 { built as f64 / wall_s } else { 0.0 });
         report.sim_work = Some(self.work(q));

@@ -131,3 +131,41 @@ fn a_failed_spine_is_routed_around_and_no_event_is_lost() {
         "{fast:?} vs {slow:?}"
     );
 }
+
+fn prototype_pcie(sets: &[&str]) -> Scenario {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/fabric/prototype-pcie.toml");
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    load(&file, &sets).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [LOSSLESS] §V-C on the prototype's edge hosts: 6.4 Gb/s buses behind 10 Gb/s links and
+/// 128 kB NIC buffers. A daqring that releases one 9000-byte frame (9,038 bytes on the wire,
+/// 72,304 bits) per 181 µs runs at 400 Mb/s, and the 16 rings that can feed one HLT host (8
+/// collectors × 2 planes) at most 6.4 Gb/s together: the bus keeps up. The NIC then holds at
+/// most the 16 frames the rings release at once, 8 down each plane's 10 Gb/s link (57.8 µs),
+/// less what the bus drains meanwhile: 144.6 kB − 46.3 kB = 98.3 kB of its 128 kB. So no drop
+/// and no timeout.
+/// Each collector's flows take one plane (the controller's placement), so one ring: every
+/// collector receives at 400 Mb/s and the 48 together at 19.2 Gb/s, goodput 19.2 × 8948/9038.
+/// Without the limit the leaves send each 128 KiB fragment at 10 Gb/s into the 6.4 Gb/s bus;
+/// a 128 kB buffer fills within 128 kB / 3.6 Gb/s = 284 µs of such a burst: the NICs drop,
+/// TCP times out, and goodput falls below the limited fabric's.
+#[test]
+fn daqrings_rate_limited_to_the_edge_bus_keep_slow_hosts_lossless() {
+    let sets = ["network.fabric.leaf.daqring.poll_cycle_ns=180760ns", "run.events=2000", "run.warmup_events=200"];
+    let r = run(&prototype_pcie(&sets)).report;
+    let edge = r.edge.as_ref().expect("the edge hosts are reported");
+    assert_eq!((edge.drops, r.switch.drops, r.tcp.timeouts), (0, 0, 0));
+    let peak = edge.ports.iter().map(|p| p.peak_bytes).max().unwrap();
+    assert!(peak <= 98_300, "a NIC held {peak} B");
+    let ring = 72_304.0 * 1e9 / 180_760.0;
+    let bound = 48.0 * ring * 8948.0 / 9038.0;
+    assert!((r.goodput_bps - bound).abs() <= 0.05 * bound, "goodput {} of {bound}", r.goodput_bps);
+
+    let unlimited = ["network.fabric.leaf.daqring.burst_frames=0", "network.fabric.leaf.daqring.poll_cycle_ns=0"];
+    let u = run(&prototype_pcie(&[unlimited[0], unlimited[1], sets[1], sets[2]])).report;
+    let edge = u.edge.as_ref().unwrap();
+    assert!(edge.drops > 0 && u.tcp.timeouts > 0, "{} NIC drops, {} timeouts", edge.drops, u.tcp.timeouts);
+    assert_eq!(u.switch.drops, 0, "the daqrings themselves drop nothing");
+    assert!(u.goodput_bps < r.goodput_bps, "unlimited {} vs limited {}", u.goodput_bps, r.goodput_bps);
+}

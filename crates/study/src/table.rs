@@ -55,6 +55,8 @@ const COUNTS: &[&str] = &[
     "waited_for_token",
     "peak_event_queue",
     "peak_token_queue",
+    "edge_drops",
+    "edge_peak_bytes",
 ];
 
 /// Columns of a sub-farm's sweep (reports with a `farm` section), after the summary.
@@ -75,6 +77,15 @@ const FARM: &[Column] = &[
 const FABRIC: &[Column] = &[
     ("fabric_bound_bps", |r| r.fabric.as_ref().map_or(0.0, |f| f.bound_goodput_bps)),
     ("fabric_planned_bps", |r| r.fabric.as_ref().map_or(0.0, |f| f.planned_goodput_bps)),
+];
+
+/// Columns of a sweep whose edge hosts have a slower bus (reports with an `edge` section): what
+/// their NICs dropped and held.
+const EDGE: &[Column] = &[
+    ("edge_drops", |r| r.edge.as_ref().map_or(0.0, |e| e.drops as f64)),
+    ("edge_peak_bytes", |r| {
+        r.edge.as_ref().map_or(0.0, |e| e.ports.iter().map(|p| p.peak_bytes).max().unwrap_or(0) as f64)
+    }),
 ];
 
 /// Columns of a DAQPIPE sweep (reports with a `pipe` section), after the summary.
@@ -104,6 +115,7 @@ pub fn write(out: &Path, axes: &[String], points: usize) -> anyhow::Result<(Path
         .chain(if has(|r| r.farm.is_some()) { FARM } else { &[] })
         .chain(if has(|r| r.pipe.is_some()) { PIPE } else { &[] })
         .chain(if has(|r| r.fabric.is_some()) { FABRIC } else { &[] })
+        .chain(if has(|r| r.edge.is_some()) { EDGE } else { &[] })
         .collect();
     let mut w = csv::Writer::from_path(&path).with_context(|| format!("cannot write {}", path.display()))?;
     let mut header: Vec<String> = ["point", "series", "repeat", "seed"].map(String::from).to_vec();

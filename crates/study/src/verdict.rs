@@ -95,6 +95,9 @@ pub fn verdict(r: &daqnet_core::report::RunReport, sc: &Scenario, file: &str) ->
         ));
         return v;
     }
+    if let Some(e) = r.edge.as_ref().filter(|e| e.drops > 0) {
+        return edge_verdict(r, e, sc, file);
+    }
     if r.tcp.timeouts > 0 && l.share_ge_100ms > 0.0 {
         let at = worst.map_or(String::new(), |p| {
             format!(", most at {} ({} drops, peak {})", p.name, p.drops, size(p.peak_bytes))
@@ -162,6 +165,41 @@ fn farm_verdict(
     v.push(format!(
         "compare: daqnet sweep {file} --vary farm.initial_tokens=1,2,4 (or --set farm.implementation=v1 --vary \
          farm.dispatch=tokens,round_robin)"
+    ));
+    v
+}
+
+/// The edge hosts' NICs dropped frames their bus could not take: say where, and the daqring
+/// rate limit that would spare them ([LOSSLESS] §V-C), as a sweep of the polling cycle from
+/// the cycle at which every ring of one host together matches its bus.
+fn edge_verdict(
+    r: &daqnet_core::report::RunReport,
+    e: &daqnet_core::report::SwitchStats,
+    sc: &Scenario,
+    file: &str,
+) -> Vec<String> {
+    use daqnet_core::scenario::Topology;
+    let worst = e.ports.iter().max_by_key(|p| p.drops).expect("drops come from a port");
+    let n = &sc.network;
+    let mut v = vec![format!(
+        "verdict: the edge hosts' bus — {} frames dropped in their NICs (most at {}: {}), {} retransmission \
+         timeouts; the switches dropped {}",
+        e.drops, worst.name, worst.drops, r.tcp.timeouts, r.switch.drops
+    )];
+    let (tier, rings) = match (n.topology, n.fabric.as_ref()) {
+        (Topology::Star, _) => ("switch", 1),
+        (Topology::ParallelLeafSpine, Some(f)) => ("fabric.leaf", f.nodes_per_rack * f.rack_planes()),
+        _ => return v,
+    };
+    let bus = n.edge.as_ref().map_or(1, |e| e.bus_bps.max(1));
+    let frame_bits = (n.mtu_bytes as u64 + 38) * 8;
+    let safe_ns = frame_bits as u128 * rings as u128 * 1_000_000_000 / bus as u128;
+    let cycles: Vec<String> = [1, 2, 4, 8].iter().map(|d| format!("{}ns", safe_ns / d)).collect();
+    v.push(format!(
+        "try: rate-limited daqrings, one frame per polling cycle: daqnet sweep {file} --set \
+         network.{tier}.kind=daqring --set network.{tier}.daqring.burst_frames=1 --vary \
+         network.{tier}.daqring.poll_cycle_ns={}",
+        cycles.join(",")
     ));
     v
 }

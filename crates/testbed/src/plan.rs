@@ -268,6 +268,23 @@ impl TestbedPlan {
                 ),
             ),
         }
+        if n.edge.is_some() {
+            bad(
+                "network.edge",
+                "is set; the testbed's hosts take frames as fast as their links bring them (the simulator models a \
+                 slower bus)"
+                    .into(),
+            );
+        }
+        if let Some(cycle) = n.switch.as_ref().map(|s| s.daqring.poll_cycle_ns).filter(|&c| c > 0) {
+            bad(
+                "network.switch.daqring.poll_cycle_ns",
+                format!(
+                    "is {cycle} ns; the testbed's daqring switch polls as fast as it can: set 0 (burst_frames still \
+                     applies)"
+                ),
+            );
+        }
         let frame = n.mtu_bytes as u64 + 14;
         if port_buffer_bytes != 0 && port_buffer_bytes < frame {
             bad(
@@ -770,7 +787,16 @@ mod tests {
         sc.network.switch.as_mut().unwrap().buffer =
             BufferConfig::Shared { pool_bytes: 1, ports_per_pool: 2, port_cap_bytes: 1 };
         sc.network.tcp.min_rto_ns = 1_500_000;
+        sc.network.edge = Some(daqnet_core::scenario::EdgeHost { bus_bps: 1, nic_buffer_bytes: 1 });
+        sc.network.switch.as_mut().unwrap().daqring.poll_cycle_ns = 1000;
         let fields: Vec<String> = TestbedPlan::new(&sc, "UP").unwrap_err().into_iter().map(|(f, _)| f).collect();
-        assert_eq!(fields, ["(testbed name)", "network.switch.buffer.scheme", "network.tcp.min_rto_ns"]);
+        let expected = [
+            "(testbed name)",
+            "network.switch.buffer.scheme",
+            "network.edge",
+            "network.switch.daqring.poll_cycle_ns",
+            "network.tcp.min_rto_ns",
+        ];
+        assert_eq!(fields, expected);
     }
 }

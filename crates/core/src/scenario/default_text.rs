@@ -40,12 +40,16 @@ node_link_bps = "1G"             # each node's link (the collector port)
 link_delay_ns = "500ns"      # propagation delay of every link
 host_delay_ns = "40us"       # receive-path latency of a host's network stack, per packet
 host_burst_ns = 0            # 0: hosts send at line rate (real NICs); > 0: a software shaper's bucket (testbed)
+# edge = { bus_bps = "8G", nic_buffer_bytes = "64kB" }  # simulator: edge hosts whose bus is slower than
+#                            # their link; frames wait in the NIC's buffer, dropped when it is full
 
 # star topology only:
 # [network.switch]
 # kind = "bridge"            # "bridge": output-queued with `buffer`; "daqring": daqnet's lossless switch
 # buffer = { scheme = "dedicated", port_bytes = "4MB" }
-# daqring = { queue_bytes = "64MiB", burst_frames = 0 }   # a queue per collector; 0: no burst limit
+# daqring = { queue_bytes = "64MiB", burst_frames = 0, poll_cycle_ns = 0 }
+#                            # a queue per collector; frames each sends per polling cycle (0: no limit);
+#                            # simulator: the cycle (with burst_frames a rate limit per collector)
 
 [network.readout_switch]     # two_tier: one switch per readout group
 hosts = 16                   # readout units per group switch

@@ -213,6 +213,10 @@ pub struct Network {
     /// not at once, so the simulator with the same bucket overstates it (`docs/testbed.md`).
     #[serde(deserialize_with = "de_ns")]
     pub host_burst_ns: u64,
+    /// The edge hosts' receive path when it is slower than their links (simulator only);
+    /// see [`EdgeHost`]. Default: none, hosts take frames at line rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edge: Option<EdgeHost>,
     /// `star` only: the single switch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub switch: Option<SwitchConfig>,
@@ -276,12 +280,48 @@ pub struct DaqringConfig {
     pub queue_bytes: u64,
     /// Frames one queue may send per polling cycle ([LOSSLESS] §III-A.2); 0: no limit.
     pub burst_frames: u32,
+    /// The simulator's polling cycle, in ns. With `burst_frames`, each daqring sends at most
+    /// `burst_frames` frames per cycle: a rate limit of `burst_frames` × frame / cycle per
+    /// collector, which keeps edge hosts with a slow bus from being overrun ([LOSSLESS] §V-C,
+    /// Fig. 11(d)). 0 (default): no cycle; the queues share the line rate. The testbed's switch
+    /// polls as fast as it can and takes no cycle.
+    #[serde(deserialize_with = "de_ns")]
+    pub poll_cycle_ns: u64,
 }
 
 impl Default for DaqringConfig {
     fn default() -> Self {
-        DaqringConfig { queue_bytes: 64 << 20, burst_frames: 0 }
+        DaqringConfig { queue_bytes: 64 << 20, burst_frames: 0, poll_cycle_ns: 0 }
     }
+}
+
+impl DaqringConfig {
+    /// The simulator's rate limit of each daqring, in bit/s on the wire for frames of
+    /// `wire_frame_bytes` (preamble and gap included), if the switch sets one.
+    pub fn ring_rate_bps(&self, wire_frame_bytes: u64) -> Option<u64> {
+        (self.burst_frames > 0 && self.poll_cycle_ns > 0).then(|| {
+            (self.burst_frames as u128 * wire_frame_bytes as u128 * 8 * 1_000_000_000 / self.poll_cycle_ns as u128)
+                as u64
+        })
+    }
+}
+
+/// `[network.edge]`: the edge hosts' receive path, where it is slower than their links
+/// ([LOSSLESS] §V-C: PCIe gen1 buses behind dual-port 10GbE NICs with small on-chip buffers).
+/// A frame reaching an edge host waits in its NIC's buffer and crosses the bus at `bus_bps`;
+/// one that finds the buffer full is dropped (the report's `edge` drops). Edge hosts: every
+/// host of a star or a two-tier network; on a parallel leaf-spine the readout units and the racks, each rack one
+/// server whose switch joins its nodes (the document's prototype), so the limit sits on the
+/// rack's uplinks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EdgeHost {
+    /// Rate frames cross the bus into the host, in bit/s (as on the wire).
+    #[serde(deserialize_with = "de_bps")]
+    pub bus_bps: u64,
+    /// The NIC's receive buffer, in bytes.
+    #[serde(deserialize_with = "de_bytes")]
+    pub nic_buffer_bytes: u64,
 }
 
 /// An access switch (readout group switch or top-of-rack switch) in a two-tier network.
@@ -528,6 +568,7 @@ impl Default for Network {
             link_delay_ns: 500,
             host_delay_ns: 40_000,
             host_burst_ns: 0,
+            edge: None,
             switch: None,
             readout_switch: None,
             rack_switch: None,

@@ -27,6 +27,13 @@ fn switch(p: &mut Problems, field: &str, sw: &SwitchConfig, frame: u64) {
         &format!("{field}.daqring.queue_bytes"),
         format!("is {q}; must hold at least one full frame ({frame} bytes)"),
     );
+    let d = &sw.daqring;
+    need(
+        p,
+        d.poll_cycle_ns == 0 || d.burst_frames > 0,
+        &format!("{field}.daqring.poll_cycle_ns"),
+        format!("is {} ns, but burst_frames is 0: a cycle limits nothing without a burst", d.poll_cycle_ns),
+    );
 }
 
 fn buffer(p: &mut Problems, field: &str, b: &BufferConfig, mtu_frame: u64) {
@@ -132,6 +139,15 @@ impl Scenario {
         positive(&mut p, "network.readout_link_bps", n.readout_link_bps);
         positive(&mut p, "network.node_link_bps", n.node_link_bps);
         let frame = n.mtu_bytes as u64 + 18;
+        if let Some(e) = &n.edge {
+            positive(&mut p, "network.edge.bus_bps", e.bus_bps);
+            need(
+                &mut p,
+                e.nic_buffer_bytes >= frame,
+                "network.edge.nic_buffer_bytes",
+                format!("is {}; must hold at least one full frame ({frame} bytes)", e.nic_buffer_bytes),
+            );
+        }
         // Each optional section belongs to one topology.
         let sections = [
             ("switch", n.switch.is_some(), Topology::Star),

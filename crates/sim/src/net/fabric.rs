@@ -9,7 +9,7 @@
 
 use super::port::{BufferPools, Port, PortBuffer};
 use super::wire::{serialization_ps, wire_bytes};
-use daqnet_core::scenario::{BufferConfig, Network, SwitchConfig, SwitchKind, Topology};
+use daqnet_core::scenario::{BufferConfig, DaqringConfig, EdgeHost, Network, SwitchConfig, SwitchKind, Topology};
 use daqnet_core::workload::mix;
 use daqnet_core::{NodeId, ReadoutId};
 use daqnet_fabric::assign::{place, Element, Failures, Placement, Route};
@@ -56,6 +56,8 @@ pub struct Fabric {
     pub switch_names: Vec<String>,
     /// Host names (`ru3`, `node0`), by host number.
     pub host_names: Vec<String>,
+    /// The edge hosts' receive hops (`[network.edge]`): NIC buffer and bus of each.
+    pub edge_ports: Vec<u32>,
 }
 
 struct Builder {
@@ -103,6 +105,84 @@ impl Builder {
         self.f.ports.push(Port::new(name, rate, delay, buffer, on_switch));
         self.f.peer.push(peer);
         self.f.ports.len() as u32 - 1
+    }
+
+    /// A vertex that sends every frame to one port (created next, see [`Builder::port`]): what
+    /// a hop in front of a port or a host needs to be reached by routing.
+    fn hop_vertex(&mut self, name: String) -> u32 {
+        let hosts = self.f.host_names.len();
+        let v = self.switch(name, hosts);
+        self.f.fwd[v as usize] = vec![self.f.ports.len() as u32; hosts];
+        v
+    }
+
+    /// `ports` of a switch configured as `sw`: rate-limited daqrings if it is a daqring switch
+    /// with a polling cycle.
+    fn rate_limit(&mut self, ports: &[u32], sw: &SwitchConfig, mtu_bytes: u32) {
+        let frame = wire_bytes(mtu_bytes + 18) as u64;
+        if let Some(bps) = sw.daqring.ring_rate_bps(frame).filter(|_| sw.kind == SwitchKind::Daqring) {
+            self.daqrings(ports, &sw.daqring, bps);
+        }
+    }
+
+    /// Rate-limited daqrings ([LOSSLESS] §III-A.2, §V-C) in front of each of `ports` that
+    /// leads to fixed hosts: a queue per destination host, holding `cfg.queue_bytes` and
+    /// releasing at most `burst_frames` frames per polling cycle (a token bucket of one cycle at
+    /// the ring's rate), into the port, which serializes them at line rate and keeps its buffer
+    /// for what the rings release faster than that.
+    fn daqrings(&mut self, ports: &[u32], cfg: &DaqringConfig, ring_bps: u64) {
+        let switches = self.f.fwd.len();
+        for &p in ports {
+            let Some(s) = (0..switches).find(|&s| self.f.fwd[s].contains(&p)) else { continue };
+            let dsts: Vec<u32> =
+                (0..self.f.host_names.len() as u32).filter(|&h| self.f.fwd[s][h as usize] == p).collect();
+            let name = self.f.ports[p as usize].name.clone();
+            let v = self.switch(format!("{name} daqrings"), self.f.host_names.len());
+            for dst in dsts {
+                let ring_name = format!("{name} ring {}", self.f.host_names[dst as usize]);
+                let ring =
+                    self.port(ring_name, ring_bps, 0, PortBuffer::Dedicated(cfg.queue_bytes), true, Vertex::Switch(v));
+                self.f.ports[ring as usize].shape(cfg.poll_cycle_ns);
+                self.f.fwd[s][dst as usize] = ring;
+                self.f.fwd[v as usize][dst as usize] = p;
+            }
+        }
+    }
+
+    /// The edge hosts' receive path (`[network.edge]`): every switch port whose frames reach
+    /// an edge vertex (`is_edge`) now reaches that vertex through one hop per vertex — its NIC's
+    /// buffer, drained across the bus — shared by all the vertex's links (a dual-port NIC on
+    /// one bus). A host's stack latency moves from the port to the hop.
+    fn edge_hops(&mut self, edge: &EdgeHost, host_delay_ns: u64, is_edge: impl Fn(Vertex) -> bool) {
+        let mut targets: Vec<Vertex> = Vec::new();
+        for p in 0..self.f.ports.len() {
+            let t = self.f.peer[p];
+            if self.f.ports[p].on_switch && is_edge(t) && !targets.contains(&t) {
+                targets.push(t);
+            }
+        }
+        for t in targets {
+            let (name, stack) = match t {
+                Vertex::Host(h) => (self.f.host_names[h as usize].clone(), host_delay_ns),
+                Vertex::Switch(s) => (self.f.switch_names[s as usize].clone(), 0),
+            };
+            let links: Vec<usize> =
+                (0..self.f.ports.len()).filter(|&p| self.f.ports[p].on_switch && self.f.peer[p] == t).collect();
+            let v = self.hop_vertex(format!("{name} bus"));
+            let hop = self.port(
+                format!("{name} nic"),
+                edge.bus_bps,
+                stack,
+                PortBuffer::Dedicated(edge.nic_buffer_bytes),
+                false,
+                t,
+            );
+            for p in links {
+                self.f.peer[p] = Vertex::Switch(v);
+                self.f.ports[p].delay_ns -= stack;
+            }
+            self.f.edge_ports.push(hop);
+        }
     }
 
     /// Gives consecutive ports of one switch their buffer according to its scheme.
@@ -176,6 +256,7 @@ impl Fabric {
                 spines_per_plane: net.fabric.as_ref().map_or(1, |f| f.spines_per_plane),
                 switch_names: Vec::new(),
                 host_names: host_specs.iter().map(|(n, _)| n.clone()).collect(),
+                edge_ports: Vec::new(),
             },
         };
         b.f.host_nic = vec![0; hosts * b.f.paths as usize];
@@ -197,6 +278,7 @@ impl Fabric {
                 // collectors share a port, which this topology never has).
                 let daqring = BufferConfig::Dedicated { port_bytes: cfg.daqring.queue_bytes };
                 b.apply_buffer(&ports, if cfg.kind == SwitchKind::Daqring { &daqring } else { &cfg.buffer });
+                b.rate_limit(&ports, cfg, net.mtu_bytes);
             }
             Topology::TwoTier => {
                 let ro = net.readout_switch.as_ref().expect("two_tier has [network.readout_switch]");
@@ -227,6 +309,18 @@ impl Fabric {
                 }
             }
             Topology::ParallelLeafSpine => parallel_leaf_spine(&mut b, net, &host_specs, readout_units),
+        }
+        if let Some(edge) = &net.edge {
+            // A parallel leaf-spine's rack is one server: its switch joins its nodes inside it.
+            let racks: Vec<u32> = (0..b.f.switch_names.len() as u32)
+                .filter(|&s| {
+                    net.topology == Topology::ParallelLeafSpine && b.f.switch_names[s as usize].starts_with("rack")
+                })
+                .collect();
+            b.edge_hops(edge, net.host_delay_ns, |v| match v {
+                Vertex::Host(h) => net.topology != Topology::ParallelLeafSpine || h < readout_units,
+                Vertex::Switch(s) => racks.contains(&s),
+            });
         }
         b.f
     }
@@ -413,6 +507,7 @@ fn parallel_leaf_spine(b: &mut Builder, net: &Network, host_specs: &[(String, u6
     for (ports, sw) in tier_ports.iter().zip([&f.leaf, &f.spine, &f.rack]) {
         let buffer = tier_buffer(sw, shape.nodes());
         b.apply_buffer(ports, &buffer);
+        b.rate_limit(ports, sw, net.mtu_bytes);
     }
     let links = Links::new(&shape);
     let placement = place(&links, &Failures::default(), f.assignment).expect("a valid fabric routes every flow");
@@ -456,5 +551,33 @@ mod tests {
         let f = Fabric::build(&s.network, 4, 1);
         let names: Vec<&str> = f.path(0, 4, 0).iter().map(|&p| f.ports[p as usize].name.as_str()).collect();
         assert_eq!(names, vec!["ru0->sw", "sw->node0"]);
+    }
+
+    #[test]
+    fn a_rate_limited_daqring_and_a_slow_edge_bus_are_hops_on_the_path() {
+        let mut s = Scenario::default();
+        s.network.topology = Topology::Star;
+        s.network.edge = Some(EdgeHost { bus_bps: 4_000_000_000, nic_buffer_bytes: 64_000 });
+        let mut s = s.with_defaults();
+        let sw = s.network.switch.as_mut().unwrap();
+        sw.kind = SwitchKind::Daqring;
+        sw.daqring.burst_frames = 2;
+        sw.daqring.poll_cycle_ns = 10_000;
+        let n = &s.network;
+        let f = Fabric::build(n, 4, 1);
+        let path = f.path(0, 4, 0);
+        let names: Vec<&str> = path.iter().map(|&p| f.ports[p as usize].name.as_str()).collect();
+        assert_eq!(names, vec!["ru0->sw", "sw->node0 ring node0", "sw->node0", "node0 nic"]);
+        let port = |i: usize| &f.ports[path[i] as usize];
+        // Two frames of 1538 wire bytes per 10 µs: 2 × 12,304 bits / 10 µs.
+        assert_eq!(port(1).rate_bps, 2_460_800_000);
+        assert_eq!(port(1).buffer, PortBuffer::Dedicated(s.network.switch.as_ref().unwrap().daqring.queue_bytes));
+        // The host's stack latency moves from the switch port to the NIC's hop.
+        assert_eq!((port(2).delay_ns, port(3).delay_ns), (n.link_delay_ns, n.host_delay_ns));
+        assert_eq!((port(3).rate_bps, port(3).buffer), (4_000_000_000, PortBuffer::Dedicated(64_000)));
+        assert_eq!(f.edge_ports.len(), 5, "every host of a star is an edge host");
+        // Towards a readout unit: its own ring and NIC.
+        let back: Vec<&str> = f.path(4, 0, 0).iter().map(|&p| f.ports[p as usize].name.as_str()).collect();
+        assert_eq!(back, vec!["node0->sw", "sw->ru0 ring ru0", "sw->ru0", "ru0 nic"]);
     }
 }
