@@ -56,3 +56,22 @@ fn a_fabric_with_a_failure_gives_identical_reports() {
     };
     assert_eq!(run(), run());
 }
+
+/// And with edge hosts slower than their links, NICs dropping and daqrings rate-limited on one
+/// tier and unlimited on the others: the hops spliced into the fabric keep the order.
+#[test]
+fn edge_hosts_and_rate_limited_daqrings_give_identical_reports() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/fabric/prototype-pcie.toml");
+    let sets = ["run.events=300", "network.fabric.leaf.daqring.poll_cycle_ns=50us"].map(String::from);
+    let s = load(&path, &sets).unwrap();
+    let run = || {
+        let out = simulate(&s, "edge", SimOptions::default());
+        assert!(out.report.edge.as_ref().unwrap().drops > 0, "the NICs drop at this cycle");
+        let mut v = serde_json::to_value(&out.report).unwrap();
+        let o = v.as_object_mut().unwrap();
+        o.remove("wall_s");
+        o.remove("sim_events_per_s");
+        v
+    };
+    assert_eq!(run(), run());
+}
