@@ -192,7 +192,7 @@ fn edge_verdict(
         _ => return v,
     };
     let bus = n.edge.as_ref().map_or(1, |e| e.bus_bps.max(1));
-    let frame_bits = (n.mtu_bytes as u64 + 38) * 8;
+    let frame_bits = n.wire_frame_bytes() * 8;
     let safe_ns = frame_bits as u128 * rings as u128 * 1_000_000_000 / bus as u128;
     let cycles: Vec<String> = [1, 2, 4, 8].iter().map(|d| format!("{}ns", safe_ns / d)).collect();
     v.push(format!(

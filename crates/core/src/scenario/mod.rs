@@ -310,9 +310,9 @@ impl DaqringConfig {
 /// ([LOSSLESS] §V-C: PCIe gen1 buses behind dual-port 10GbE NICs with small on-chip buffers).
 /// A frame reaching an edge host waits in its NIC's buffer and crosses the bus at `bus_bps`;
 /// one that finds the buffer full is dropped (the report's `edge` drops). Edge hosts: every
-/// host of a star or a two-tier network; on a parallel leaf-spine the readout units and the racks, each rack one
-/// server whose switch joins its nodes (the document's prototype), so the limit sits on the
-/// rack's uplinks.
+/// host of a star or a two-tier network; on a parallel leaf-spine the readout units and the
+/// racks, each rack one server whose switch joins its nodes (the document's prototype), so the
+/// limit sits on the rack's uplinks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EdgeHost {
@@ -610,10 +610,16 @@ impl Network {
         self.mtu_bytes.saturating_sub(52)
     }
 
-    /// Share of a link's rate that full-sized segments carry as payload: the MSS over the
-    /// MTU plus Ethernet's header, FCS, preamble and inter-frame gap (38 bytes).
+    /// Bytes a full-sized frame takes on the wire: the MTU plus Ethernet's header, FCS,
+    /// preamble and inter-frame gap (38 bytes).
+    pub fn wire_frame_bytes(&self) -> u64 {
+        self.mtu_bytes as u64 + 38
+    }
+
+    /// Share of a link's rate that full-sized segments carry as payload: the MSS over a full
+    /// frame on the wire.
     pub fn payload_share(&self) -> f64 {
-        self.mss_bytes() as f64 / (self.mtu_bytes + 38) as f64
+        self.mss_bytes() as f64 / self.wire_frame_bytes() as f64
     }
 }
 

@@ -118,9 +118,8 @@ impl Builder {
 
     /// `ports` of a switch configured as `sw`: rate-limited daqrings if it is a daqring switch
     /// with a polling cycle.
-    fn rate_limit(&mut self, ports: &[u32], sw: &SwitchConfig, mtu_bytes: u32) {
-        let frame = wire_bytes(mtu_bytes + 18) as u64;
-        if let Some(bps) = sw.daqring.ring_rate_bps(frame).filter(|_| sw.kind == SwitchKind::Daqring) {
+    fn rate_limit(&mut self, ports: &[u32], sw: &SwitchConfig, net: &Network) {
+        if let Some(bps) = sw.daqring.ring_rate_bps(net.wire_frame_bytes()).filter(|_| sw.kind == SwitchKind::Daqring) {
             self.daqrings(ports, &sw.daqring, bps);
         }
     }
@@ -267,6 +266,8 @@ impl Fabric {
             b.nic_for_all_paths(h, nic);
             p
         };
+        // A parallel leaf-spine's rack is one server: its switch joins its nodes inside it.
+        let mut rack_servers = Vec::new();
         match net.topology {
             Topology::Star => {
                 let cfg = net.switch.as_ref().expect("star has [network.switch]");
@@ -278,7 +279,7 @@ impl Fabric {
                 // collectors share a port, which this topology never has).
                 let daqring = BufferConfig::Dedicated { port_bytes: cfg.daqring.queue_bytes };
                 b.apply_buffer(&ports, if cfg.kind == SwitchKind::Daqring { &daqring } else { &cfg.buffer });
-                b.rate_limit(&ports, cfg, net.mtu_bytes);
+                b.rate_limit(&ports, cfg, net);
             }
             Topology::TwoTier => {
                 let ro = net.readout_switch.as_ref().expect("two_tier has [network.readout_switch]");
@@ -308,18 +309,14 @@ impl Fabric {
                     b.apply_buffer(ports, &core.buffer);
                 }
             }
-            Topology::ParallelLeafSpine => parallel_leaf_spine(&mut b, net, &host_specs, readout_units),
+            Topology::ParallelLeafSpine => {
+                rack_servers = parallel_leaf_spine(&mut b, net, &host_specs, readout_units);
+            }
         }
         if let Some(edge) = &net.edge {
-            // A parallel leaf-spine's rack is one server: its switch joins its nodes inside it.
-            let racks: Vec<u32> = (0..b.f.switch_names.len() as u32)
-                .filter(|&s| {
-                    net.topology == Topology::ParallelLeafSpine && b.f.switch_names[s as usize].starts_with("rack")
-                })
-                .collect();
             b.edge_hops(edge, net.host_delay_ns, |v| match v {
                 Vertex::Host(h) => net.topology != Topology::ParallelLeafSpine || h < readout_units,
-                Vertex::Switch(s) => racks.contains(&s),
+                Vertex::Switch(s) => rack_servers.contains(&s),
             });
         }
         b.f
@@ -417,7 +414,8 @@ impl Fabric {
 /// (a top-of-rack switch and its nodes) with an uplink to their pod's leaf in each plane they
 /// reach. Every flow's path comes from the plan of `daqnet-fabric` (the scenario's
 /// `assignment`), the same plan `daqnet plan` prints and turns into OpenFlow rules.
-fn parallel_leaf_spine(b: &mut Builder, net: &Network, host_specs: &[(String, u64)], readout_units: u32) {
+/// Returns the racks' switches.
+fn parallel_leaf_spine(b: &mut Builder, net: &Network, host_specs: &[(String, u64)], readout_units: u32) -> Vec<u32> {
     let f = net.fabric.as_ref().expect("parallel_leaf_spine has [network.fabric]");
     let shape = Shape::of_network(net).expect("a valid parallel leaf-spine");
     let hosts = host_specs.len();
@@ -507,11 +505,12 @@ fn parallel_leaf_spine(b: &mut Builder, net: &Network, host_specs: &[(String, u6
     for (ports, sw) in tier_ports.iter().zip([&f.leaf, &f.spine, &f.rack]) {
         let buffer = tier_buffer(sw, shape.nodes());
         b.apply_buffer(ports, &buffer);
-        b.rate_limit(ports, sw, net.mtu_bytes);
+        b.rate_limit(ports, sw, net);
     }
     let links = Links::new(&shape);
     let placement = place(&links, &Failures::default(), f.assignment).expect("a valid fabric routes every flow");
     b.f.planned = Some((readout_units, placement));
+    racks
 }
 
 /// A tier's port buffers. A daqring switch keeps a byte-capped queue per collector: a port is
