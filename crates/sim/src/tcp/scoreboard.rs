@@ -55,6 +55,8 @@ pub struct Scoreboard {
     lost_out: u32,
     retrans_out: u32,
     ever_retrans_out: u32,
+    /// Segments ever marked lost, a lost retransmission again (Linux `tp->lost`, wrapping).
+    lost: u32,
 }
 
 impl Scoreboard {
@@ -65,7 +67,15 @@ impl Scoreboard {
 
     /// An empty queue; `sack`: whether the connection uses SACK.
     pub fn new(sack: bool) -> Self {
-        Scoreboard { sack, rtx: VecDeque::new(), sacked_out: 0, lost_out: 0, retrans_out: 0, ever_retrans_out: 0 }
+        Scoreboard {
+            sack,
+            rtx: VecDeque::new(),
+            sacked_out: 0,
+            lost_out: 0,
+            retrans_out: 0,
+            ever_retrans_out: 0,
+            lost: 0,
+        }
     }
 
     /// Segments sent and not cumulatively acknowledged (Linux `packets_out`).
@@ -90,6 +100,13 @@ impl Scoreboard {
     #[inline]
     pub fn retrans_out(&self) -> u32 {
         self.retrans_out
+    }
+
+    /// Segments ever marked lost, counting a lost retransmission again (Linux `tp->lost`,
+    /// which `tcp_cwnd_reduction` compares before and after an ACK: `rs->losses`). Wraps.
+    #[inline]
+    pub fn lost(&self) -> u32 {
+        self.lost
     }
 
     /// Segments in the queue that were ever retransmitted.
@@ -258,6 +275,7 @@ impl Scoreboard {
         }
         seg.marks.lost = true;
         self.lost_out += 1;
+        self.lost = self.lost.wrapping_add(1);
         self.check();
         true
     }
@@ -269,6 +287,7 @@ impl Scoreboard {
         debug_assert!(seg.marks.retrans && seg.marks.lost);
         seg.marks.retrans = false;
         self.retrans_out -= 1;
+        self.lost = self.lost.wrapping_add(1);
         self.check();
     }
 
@@ -291,6 +310,7 @@ impl Scoreboard {
             } else if !seg.marks.lost {
                 seg.marks.lost = true;
                 self.lost_out += 1;
+                self.lost = self.lost.wrapping_add(1);
             }
         }
         self.check();

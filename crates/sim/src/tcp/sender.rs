@@ -408,7 +408,7 @@ impl Sender {
             return;
         }
         let prior_una = self.snd_una;
-        let lost_before = self.sb.lost_out();
+        let lost_before = self.sb.lost();
         let dsack = self.sack
             && sacks.first().is_some_and(|&(s, e)| e <= ack || sacks[1..].iter().any(|&(s2, e2)| s2 <= s && e <= e2));
         let mut newly_sacked = 0;
@@ -543,8 +543,7 @@ impl Sender {
                 let dupthresh_rule = !self.rack_on && self.sb.sacked_out() >= self.dupthresh;
                 if self.sb.lost_out() > 0 || dupthresh_rule {
                     self.enter_recovery();
-                    let newly_lost = self.sb.lost_out() > lost_before;
-                    self.cwnd_reduction(delivered, una_advanced, newly_lost);
+                    self.cwnd_reduction(delivered, una_advanced, self.sb.lost() != lost_before);
                 } else {
                     self.state = if self.sb.sacked_out() > 0 { CaState::Disorder } else { CaState::Open };
                     if acked > 0 {
@@ -559,14 +558,21 @@ impl Sender {
                     // RFC 6582: a partial ACK means the next hole is lost too; retransmit it.
                     self.sb.mark_head_lost();
                 }
-                let newly_lost = self.sb.lost_out() > lost_before;
-                self.cwnd_reduction(delivered, una_advanced, newly_lost);
+                self.cwnd_reduction(delivered, una_advanced, self.sb.lost() != lost_before);
             }
             CaState::Loss => {
+                let retrans_before = self.sb.retrans_out();
                 if self.sack {
                     reorder_armed = self.detect_loss(now);
                 }
-                if acked > 0 {
+                // Linux tcp_fastretrans_alert, case TCP_CA_Loss: when RACK finds a
+                // retransmission lost (FLAG_LOST_RETRANS), the connection falls through to
+                // tcp_enter_recovery — ssthresh from the window now, then PRR — instead of
+                // slow-starting on in the loss state.
+                if self.sb.retrans_out() < retrans_before && self.sb.lost_out() > 0 {
+                    self.enter_recovery();
+                    self.cwnd_reduction(delivered, una_advanced, self.sb.lost() != lost_before);
+                } else if acked > 0 {
                     self.grow(now, acked);
                 }
             }
@@ -574,6 +580,8 @@ impl Sender {
         reorder_armed
     }
 
+    /// Linux `tcp_enter_recovery`: from the open or the loss state (neither is a window
+    /// reduction, `tcp_in_cwnd_reduction`), so ssthresh is taken from the window now.
     fn enter_recovery(&mut self) {
         self.stats.fast_recoveries += 1;
         self.prior_cwnd = self.cwnd;
@@ -691,11 +699,10 @@ impl Sender {
 
     /// Linux `tcp_rack_reo_timeout`: the reordering window of some segment has passed.
     fn on_reorder_timeout(&mut self, now: Nanos) {
-        let lost_before = self.sb.lost_out();
-        let retrans_before = self.sb.retrans_out();
+        let lost_before = self.sb.lost();
         self.timer = None;
         self.rack_mark_lost(now);
-        let newly_lost = self.sb.lost_out() > lost_before || self.sb.retrans_out() < retrans_before;
+        let newly_lost = self.sb.lost() != lost_before;
         if newly_lost && matches!(self.state, CaState::Open | CaState::Disorder) {
             self.enter_recovery();
             self.cwnd_reduction(1, false, false);
@@ -713,7 +720,16 @@ impl Sender {
         if self.state == CaState::Recovery && !self.rtt.backed_off() {
             self.stats.recovery_fails += 1;
         }
-        if matches!(self.state, CaState::Open | CaState::Disorder) {
+        // Linux tcp_enter_loss recomputes ssthresh from the window now in the open and
+        // disorder states, once a recovery's `high_seq` is acknowledged, and in the loss state
+        // when an ACK made progress since the last timeout (tcp_ack zeroes `icsk_retransmits`;
+        // here that ACK's RTT sample cleared the back-off). Otherwise this window was reduced.
+        let reduced = match self.state {
+            CaState::Open | CaState::Disorder => false,
+            CaState::Loss => self.rtt.backed_off() && self.high_seq > self.snd_una,
+            CaState::Recovery => self.high_seq > self.snd_una,
+        };
+        if !reduced {
             self.ssthresh = self.cc.ssthresh_on_loss(self.cwnd);
         }
         self.cc.on_timeout();
@@ -814,6 +830,66 @@ mod tests {
         assert_eq!(s.stats().timeouts, 1);
         // As Linux counts them: the recovery failed, and the timeout found its retransmission lost.
         assert_eq!((s.stats().recovery_fails, s.stats().lost_retransmits), (1, 1));
+    }
+
+    /// Ten segments out, all lost: the retransmission timer fires and the sender is in the loss
+    /// state with a window of one, resending the head. Returns when the timer fired.
+    fn all_lost_then_timeout(s: &mut Sender) -> Nanos {
+        s.write(0, 10_000);
+        send(s, 0);
+        let t = s.timer_deadline().expect("probe timer");
+        s.on_timer(t);
+        send(s, t);
+        let rto = s.timer_deadline().expect("retransmission timer");
+        s.on_timer(rto);
+        assert_eq!((s.state(), s.cwnd()), (CaState::Loss, 1));
+        assert_eq!(send(s, rto), [(0, true)]);
+        rto
+    }
+
+    #[test]
+    fn a_lost_retransmission_found_in_the_loss_state_starts_a_recovery() {
+        // Linux tcp_fastretrans_alert, TCP_CA_Loss with FLAG_LOST_RETRANS: fall through to
+        // tcp_enter_recovery, which (the loss state is no window reduction) recomputes ssthresh
+        // from the window and hands the window to PRR.
+        let mut s = sender(true);
+        let t = all_lost_then_timeout(&mut s);
+        let ssthresh_after_timeout = s.ssthresh();
+        // The head arrives: slow start, two retransmissions.
+        let t = t + 100 * US;
+        s.on_ack(t, 1000, &[], false);
+        assert_eq!((s.state(), s.cwnd()), (CaState::Loss, 2));
+        assert_eq!(send(&mut s, t), [(1000, true), (2000, true)]);
+        // The first of them is lost, the second arrives: RACK finds the retransmission lost.
+        let t = t + 100 * US;
+        s.on_ack(t, 1000, &[(2000, 3000)], false);
+        assert_eq!(s.state(), CaState::Recovery, "a lost retransmission ends the loss state");
+        assert_eq!(s.stats().fast_recoveries, 1);
+        assert_eq!(s.ssthresh(), 2, "from the window of 2, not the {ssthresh_after_timeout} the timeout left");
+        assert_eq!(send(&mut s, t)[0], (1000, true), "resent at once");
+        assert_eq!(s.stats().lost_retransmits, 1, "Linux TCPLostRetransmit");
+    }
+
+    #[test]
+    fn a_timeout_in_the_loss_state_reduces_ssthresh_again_only_after_progress() {
+        // Linux tcp_enter_loss: in the loss state ssthresh is recomputed when no timeout has
+        // fired since an ACK advanced snd_una (`icsk_retransmits` is 0), and kept otherwise.
+        let mut s = sender(true);
+        all_lost_then_timeout(&mut s);
+        assert_eq!(s.ssthresh(), 5, "NewReno: half the initial window");
+        // Nothing comes back: the next timeout keeps it.
+        let t2 = s.timer_deadline().unwrap();
+        s.on_timer(t2);
+        send(&mut s, t2);
+        assert_eq!((s.state(), s.ssthresh(), s.stats().timeouts), (CaState::Loss, 5, 2));
+        // The head arrives (snd_una advances), the window grows to 2, then both resent
+        // segments are lost and the timer fires again: ssthresh from the window now.
+        let t3 = t2 + 100 * US;
+        s.on_ack(t3, 1000, &[], false);
+        assert_eq!(send(&mut s, t3).len(), 2);
+        let t4 = s.timer_deadline().unwrap();
+        s.on_timer(t4);
+        assert_eq!((s.state(), s.ssthresh(), s.stats().timeouts), (CaState::Loss, 2, 3));
     }
 
     #[test]
