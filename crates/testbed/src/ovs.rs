@@ -20,7 +20,7 @@
 //! in bytes, and a port's buffer is what an incast study varies — so tbf does both, as in the
 //! single-switch testbed.
 
-use crate::plan::{shaper, Step, HOST_QUEUE_BYTES, SWITCH_BURST_NS};
+use crate::plan::{shaper, switch_queue_limit, Step, HOST_QUEUE_BYTES, SWITCH_BURST_NS};
 use daqnet_core::ids::{NodeId, ReadoutId};
 use daqnet_core::scenario::{BufferConfig, SwitchKind};
 use daqnet_core::{Nanos, Scenario};
@@ -444,7 +444,11 @@ impl OvsFabric {
     /// paced as hosts are.
     fn port_shaper(&self, sw: &str, b: Bridge, dev: &str, rate: u64, p: &FabricHosts) -> Step {
         let burst = if matches!(b, Bridge::Readout(_)) { p.host_burst_ns } else { SWITCH_BURST_NS };
-        shaper(sw, dev, rate, burst, self.tier_bytes(b), p.mtu_bytes)
+        let limit = match b {
+            Bridge::Readout(_) => self.tier_bytes(b),
+            _ => switch_queue_limit(self.tier_bytes(b), p.mtu_bytes),
+        };
+        shaper(sw, dev, rate, burst, limit, p.mtu_bytes)
     }
 
     /// /32 routes and permanent neighbours between every readout unit and every node, through
@@ -556,8 +560,9 @@ mod tests {
             "ovs-vsctl --db=unix:{d}/db.sock add-br ru0 -- set bridge ru0 datapath_type=netdev fail_mode=secure \
              other-config:hwaddr=\"02:01:0a:58:10:01\""
         ));
-        // A spine's port to leaf 0: 50 Mb/s, the spine tier's 512 kB, queued at the wire end
-        // facing the leaf; a readout unit's uplink is its NIC, with a host's queue.
+        // A spine's port to leaf 0: 50 Mb/s, the spine tier's 512 kB (as tbf counts it,
+        // `switch_queue_limit`), queued at the wire end facing the leaf; a readout unit's uplink
+        // is its NIC, with a host's queue.
         let ports = f.ports();
         let port = |b: Bridge, peer: &str| ports.iter().find(|p| p.bridge == b && p.peer == peer).unwrap().clone();
         let spine = port(Bridge::Fabric(Switch::Spine(Plane(0), Spine(0))), "p0-leaf0");
@@ -566,7 +571,7 @@ mod tests {
         assert_eq!(spine.queue_dev, format!("w{}", &leaf_end[1..]));
         let q = &spine.queue_dev;
         has(&format!(
-            "tc -n daqnet-t1-sw qdisc replace dev {q} root tbf rate 50000000bit burst 3076 limit 512000 overhead 24"
+            "tc -n daqnet-t1-sw qdisc replace dev {q} root tbf rate 50000000bit burst 3076 limit 509136 overhead 24"
         ));
         let uplink = port(Bridge::Readout(daqnet_core::ReadoutId(0)), "p0-leaf0").queue_dev;
         let nic = format!("dev {uplink} root tbf rate 50000000bit");

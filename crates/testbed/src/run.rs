@@ -6,7 +6,7 @@ use crate::controller::{check_spines, port_drops, FabricControl, PortDrops};
 use crate::lifecycle::Owned;
 use crate::netns;
 use crate::ovs::OvsFabric;
-use crate::plan::{TestbedPlan, TestbedSwitch};
+use crate::plan::{simulated_backlog, TestbedPlan, TestbedSwitch};
 use crate::qdisc::QdiscReader;
 use crate::static_cc;
 use anyhow::Context;
@@ -102,9 +102,9 @@ fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow:
     });
     match &plan.switch {
         TestbedSwitch::Daqring(_) => soft = Some(SoftSwitch::start(plan, opts)?),
-        TestbedSwitch::Bridge => sampler = Some(Sampler::start(sw, plan.sampled_ports(), trace)),
+        TestbedSwitch::Bridge => sampler = Some(Sampler::start(sw, plan.sampled_ports(), plan.mtu_bytes, trace)),
         TestbedSwitch::Fabric(f) => {
-            sampler = Some(Sampler::start(sw.clone(), plan.sampled_ports(), trace));
+            sampler = Some(Sampler::start(sw.clone(), plan.sampled_ports(), plan.mtu_bytes, trace));
             control = Some((f, FabricControl::start(f, &sw, &opts.faults, Instant::now())?));
         }
     }
@@ -319,8 +319,9 @@ struct Sampler {
 }
 
 impl Sampler {
-    /// Starts sampling the switch ports `ports`: (interface, name in the report).
-    fn start(switch_ns: String, ports: Vec<(String, String)>, trace: Option<Tracing>) -> Sampler {
+    /// Starts sampling the switch ports `ports`: (interface, name in the report); backlogs are
+    /// reported in the simulator's measure at `mtu_bytes`.
+    fn start(switch_ns: String, ports: Vec<(String, String)>, mtu_bytes: u32, trace: Option<Tracing>) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
@@ -337,7 +338,11 @@ impl Sampler {
                     let done = flag.load(Ordering::Relaxed);
                     let at = Instant::now();
                     let now = reader.root_qdiscs().context("cannot read the switch's qdiscs")?;
-                    let of = |ix: u32| now.iter().find(|q| q.ifindex == ix).cloned().unwrap_or_default();
+                    let of = |ix: u32| {
+                        let mut q = now.iter().find(|q| q.ifindex == ix).cloned().unwrap_or_default();
+                        q.backlog_bytes = simulated_backlog(q.backlog_bytes, mtu_bytes);
+                        q
+                    };
                     for (p, &ix) in peak.iter_mut().zip(&index) {
                         *p = (*p).max(of(ix).backlog_bytes);
                     }
