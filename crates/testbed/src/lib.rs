@@ -4,11 +4,11 @@
 //! namespace with one veth link to a switch namespace holding a Linux bridge. Both ends of
 //! every link are shaped to the scenario's line rate with tbf (wire overheads counted), and the
 //! switch's output ports queue what the scenario's buffer holds in the simulator, so the
-//! collector port drops exactly where a shallow switch would. Offloads are off, so queues hold wire-size
-//! frames; each host's route carries the scenario's minimum RTO and initial window. The real
-//! event builder (`daqnet-evb`) runs inside, one process per role, and the run report gains the
-//! kernel's counters: qdisc drops and sampled peak backlog per port, TCP retransmits and
-//! timeouts per host.
+//! collector port drops exactly where a shallow switch would. Offloads are off, so queues hold
+//! wire-size frames; each host's route carries the scenario's minimum RTO and initial window.
+//! The real event builder (`daqnet-evb`) runs inside, one process per role, and the run report
+//! gains the kernel's counters: qdisc drops and sampled peak backlog per port, TCP retransmits
+//! and timeouts per host.
 //!
 //! [`plan`] derives the testbed from a scenario without touching the system; [`lifecycle`]
 //! brings it up and down; [`run`] runs a scenario in it.
