@@ -443,10 +443,9 @@ impl OvsFabric {
     /// A switch port's queue: the tier's rate and buffer; a readout unit's uplinks are its NICs,
     /// paced as hosts are.
     fn port_shaper(&self, sw: &str, b: Bridge, dev: &str, rate: u64, p: &FabricHosts) -> Step {
-        let burst = if matches!(b, Bridge::Readout(_)) { p.host_burst_ns } else { SWITCH_BURST_NS };
-        let limit = match b {
-            Bridge::Readout(_) => self.tier_bytes(b),
-            _ => switch_queue_limit(self.tier_bytes(b), p.mtu_bytes),
+        let (burst, limit) = match b {
+            Bridge::Readout(_) => (p.host_burst_ns, self.tier_bytes(b)),
+            _ => (SWITCH_BURST_NS, switch_queue_limit(self.tier_bytes(b), p.mtu_bytes)),
         };
         shaper(sw, dev, rate, burst, limit, p.mtu_bytes)
     }
