@@ -203,19 +203,59 @@ pub struct SegmentDrop {
     pub index: u64,
 }
 
+/// A segment on the wire, 64 bytes: a packet is copied at every hop, so its size is paid per
+/// hop (the ATLAS bench moved 104-byte flights before; 80 now).
 #[derive(Debug, Clone, Copy)]
 struct Packet {
     conn: ConnId,
+    frame: u32,
+    dst: u32,
+    /// Payload bytes from `start` (0: a pure ACK).
+    len: u32,
+    start: u64,
+    ack: u64,
+    /// SACK blocks as offsets from `ack` ([`SackOffsets`]).
+    sack: SackOffsets,
     /// The end that sent it.
     from: End,
     core: u8,
     nsack: u8,
-    frame: u32,
-    dst: u32,
-    start: u64,
-    end: u64,
-    ack: u64,
-    sack: [(u64, u64); 3],
+}
+
+impl Packet {
+    fn end(&self) -> u64 {
+        self.start + self.len as u64
+    }
+
+    fn sack_blocks(&self) -> [(u64, u64); 3] {
+        self.sack.blocks(self.ack)
+    }
+}
+
+/// Up to three SACK blocks as signed offsets from the acknowledgement number they travel with:
+/// a block lies within a receive window of it (above it, or just below for a D-SACK), far inside
+/// ±2 GiB.
+#[derive(Debug, Clone, Copy)]
+struct SackOffsets([(i32, i32); 3]);
+
+impl SackOffsets {
+    fn new(ack: u64, blocks: &[(u64, u64)]) -> Self {
+        let off = |s: u64| {
+            let d = s.wrapping_sub(ack) as i64;
+            debug_assert!(i32::try_from(d).is_ok(), "a SACK edge {s} lies within a window of the ACK {ack}");
+            d as i32
+        };
+        let mut offsets = [(0, 0); 3];
+        for (o, &(a, b)) in offsets.iter_mut().zip(blocks) {
+            *o = (off(a), off(b));
+        }
+        SackOffsets(offsets)
+    }
+
+    fn blocks(&self, ack: u64) -> [(u64, u64); 3] {
+        let edge = |o: i32| ack.wrapping_add_signed(o as i64);
+        self.0.map(|(a, b)| (edge(a), edge(b)))
+    }
 }
 
 /// A frame admitted to a port and not yet received by the port's peer. The packet travels in
@@ -441,13 +481,13 @@ impl<M: Copy> Sockets<M> {
 
     fn receive(&mut self, now: Nanos, p: Packet) -> Received {
         let end = p.from.peer();
-        let has_data = p.end > p.start;
+        let has_data = p.len > 0;
         let ep = &mut self.conns[p.conn.index()].ep[end.index()];
-        ep.snd.on_ack(now, p.ack, &p.sack[..p.nsack as usize], has_data);
+        ep.snd.on_ack(now, p.ack, &p.sack_blocks()[..p.nsack as usize], has_data);
         if has_data {
-            ep.rcv.on_segment(now, p.start, p.end);
+            ep.rcv.on_segment(now, p.start, p.end());
         }
-        Received { conn: p.conn, end, len: (p.end - p.start) as u32 }
+        Received { conn: p.conn, end, len: p.len }
     }
 
     /// The next message complete at the receiving end of `rx`, if any.
@@ -524,10 +564,10 @@ impl<M: Copy> Sockets<M> {
             nsack: nsack as u8,
             frame: frame_bytes((end - start) as u32, nsack),
             dst,
+            len: (end - start) as u32,
             start,
-            end,
             ack,
-            sack,
+            sack: SackOffsets::new(ack, &sack[..nsack]),
         };
         self.packets += 1;
         self.forward(q, self.fabric.nic(src, pkt.core as u32), pkt);
@@ -547,9 +587,9 @@ impl<M: Copy> Sockets<M> {
                         conn: pkt.conn.index() as u32,
                         from_opener: pkt.from == End::Opener,
                         seq: pkt.start,
-                        len: (pkt.end - pkt.start) as u32,
+                        len: pkt.len,
                         ack: pkt.ack,
-                        sack: pkt.sack,
+                        sack: pkt.sack_blocks(),
                         nsack: pkt.nsack,
                     });
                 }
