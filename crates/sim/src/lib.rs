@@ -18,6 +18,7 @@ pub mod farm;
 pub mod faults;
 pub mod net;
 pub mod pipe;
+mod prefetch;
 pub mod sockets;
 pub mod tcp;
 pub mod trace;

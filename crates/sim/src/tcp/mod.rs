@@ -110,6 +110,14 @@ impl Endpoint {
         Endpoint { snd: Sender::new(p), rcv: Receiver::new(p) }
     }
 
+    /// Prefetches the heads of its queues that an arriving segment reads first: the oldest
+    /// segment not yet acknowledged (an ACK's first test).
+    pub(crate) fn prefetch_queues(&self) {
+        if let Some(seg) = self.snd.oldest() {
+            crate::prefetch::prefetch(seg);
+        }
+    }
+
     /// Bytes this endpoint holds on the heap (its queues' capacity, which never shrinks, so at
     /// the end of a run this is the most it ever held).
     pub fn heap_bytes(&self) -> usize {

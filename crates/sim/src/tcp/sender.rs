@@ -396,6 +396,11 @@ impl Sender {
         }
     }
 
+    /// The oldest segment not yet acknowledged.
+    pub(crate) fn oldest(&self) -> Option<&super::scoreboard::Seg> {
+        self.sb.head()
+    }
+
     fn may_grow(&self) -> bool {
         self.is_cwnd_limited || (self.cwnd < self.ssthresh && self.cwnd < 2 * self.max_packets_out)
     }
