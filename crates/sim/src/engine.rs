@@ -111,14 +111,13 @@ impl<E> RadixHeap<E> {
         self.occupied &= !(1 << (b - 1));
         let min = spread.swap_remove(i);
         self.last = min.key;
+        // Every key left is above the new last one and differs from it below bit b - 1, so
+        // each lands in a lower bucket; `push` counts it again.
+        self.len -= spread.len() + 1;
         for e in spread.drain(..) {
-            // Every key left is above the new last one and differs from it below bit b - 1.
-            let to = 128 - (e.key ^ self.last).leading_zeros() as usize;
-            self.occupied |= 1 << (to - 1);
-            self.buckets[to].push(e);
+            self.push(e);
         }
         self.buckets[b] = spread;
-        self.len -= 1;
         Some(min)
     }
 
@@ -130,13 +129,7 @@ impl<E> RadixHeap<E> {
 /// The index of the least key in a non-empty bucket.
 #[inline]
 fn least<E>(bucket: &[Entry<E>]) -> usize {
-    let mut at = 0;
-    for (i, e) in bucket.iter().enumerate().skip(1) {
-        if e.key < bucket[at].key {
-            at = i;
-        }
-    }
-    at
+    bucket.iter().enumerate().min_by_key(|(_, e)| e.key).map_or(0, |(i, _)| i)
 }
 
 /// A place in the order of events at equal times, taken when an event is decided and used when

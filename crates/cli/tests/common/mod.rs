@@ -13,10 +13,12 @@ pub fn daqnet(args: &[&str]) -> Output {
         .expect("daqnet runs")
 }
 
-/// Standard output and error together.
+/// Standard output and error together, after the exit status when it was not success: a run
+/// killed by a signal, or quiet (`-q`) and failing early, may print nothing at all.
 #[allow(dead_code)]
 pub fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    let status = if o.status.success() { String::new() } else { format!("[{}]\n", o.status) };
+    format!("{status}{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
 /// A test's output folder: removed when the test passes, kept for a look when it fails.

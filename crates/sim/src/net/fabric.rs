@@ -403,7 +403,7 @@ impl Fabric {
             .iter()
             .map(|&p| {
                 let port = &self.ports[p as usize];
-                serialization_ps(wire_bytes(frame_bytes), port.rate_bps()).div_ceil(1000) + port.delay_ns
+                serialization_ps(wire_bytes(frame_bytes), port.rate_bps).div_ceil(1000) + port.delay_ns
             })
             .sum()
     }
@@ -569,11 +569,11 @@ mod tests {
         assert_eq!(names, vec!["ru0->sw", "sw->node0 ring node0", "sw->node0", "node0 nic"]);
         let port = |i: usize| &f.ports[path[i] as usize];
         // Two frames of 1538 wire bytes per 10 µs: 2 × 12,304 bits / 10 µs.
-        assert_eq!(port(1).rate_bps(), 2_460_800_000);
+        assert_eq!(port(1).rate_bps, 2_460_800_000);
         assert_eq!(port(1).buffer, PortBuffer::Dedicated(s.network.switch.as_ref().unwrap().daqring.queue_bytes));
         // The host's stack latency moves from the switch port to the NIC's hop.
         assert_eq!((port(2).delay_ns, port(3).delay_ns), (n.link_delay_ns, n.host_delay_ns));
-        assert_eq!((port(3).rate_bps(), port(3).buffer), (4_000_000_000, PortBuffer::Dedicated(64_000)));
+        assert_eq!((port(3).rate_bps, port(3).buffer), (4_000_000_000, PortBuffer::Dedicated(64_000)));
         assert_eq!(f.edge_ports.len(), 5, "every host of a star is an edge host");
         // Towards a readout unit: its own ring and NIC.
         let back: Vec<&str> = f.path(4, 0, 0).iter().map(|&p| f.ports[p as usize].name.as_str()).collect();

@@ -4,7 +4,7 @@
 //! admitted. The queue is therefore kept as (departure end, bytes) pairs and drained lazily:
 //! bytes leave the buffer when their last bit has been sent.
 
-use super::wire::{serialization_ps, wire_bytes, PS_PER_BYTE_AT_1_BPS};
+use super::wire::{serialization_ps, wire_bytes};
 use std::collections::VecDeque;
 
 /// How a port's buffer is limited.
@@ -65,10 +65,8 @@ impl BufferPools {
 pub struct Port {
     /// Name for reports, e.g. `rack0->node3`.
     pub name: String,
-    rate_bps: u64,
-    /// Picoseconds per byte at the line rate when that is a whole number (1, 10, 40, 100 Gb/s
-    /// and their like), so that serializing a frame is a product, not a division; else 0.
-    ps_per_byte: u64,
+    /// Line rate in bit/s.
+    pub rate_bps: u64,
     /// Delay from the end of transmission to the frame being fully received by the peer, in ns
     /// (propagation, plus the receiving host's stack latency when the peer is a host).
     pub delay_ns: u64,
@@ -119,12 +117,9 @@ pub enum Admission {
 impl Port {
     /// A port sending at `rate_bps` with `delay_ns` to its peer.
     pub fn new(name: String, rate_bps: u64, delay_ns: u64, buffer: PortBuffer, on_switch: bool) -> Self {
-        let ps_per_byte =
-            if PS_PER_BYTE_AT_1_BPS.is_multiple_of(rate_bps) { PS_PER_BYTE_AT_1_BPS / rate_bps } else { 0 };
         Port {
             name,
             rate_bps,
-            ps_per_byte,
             delay_ns,
             buffer,
             on_switch,
@@ -138,11 +133,6 @@ impl Port {
             lost_down: 0,
             shaper: None,
         }
-    }
-
-    /// Line rate in bit/s.
-    pub fn rate_bps(&self) -> u64 {
-        self.rate_bps
     }
 
     /// Shapes the port like a token bucket `burst_ns` deep at its rate (full at the start),
@@ -185,10 +175,7 @@ impl Port {
     /// Places an admitted frame in the queue and returns when it reaches the peer.
     fn enqueue(&mut self, now_ps: u64, frame_bytes: u32) -> u64 {
         let start = self.busy_until_ps.max(now_ps);
-        let wire = wire_bytes(frame_bytes);
-        // Equal to the division whenever `ps_per_byte` is set: the rate divides 8e12 exactly.
-        let ser =
-            if self.ps_per_byte > 0 { wire as u64 * self.ps_per_byte } else { serialization_ps(wire, self.rate_bps) };
+        let ser = serialization_ps(wire_bytes(frame_bytes), self.rate_bps);
         let end = match &mut self.shaper {
             None => start + ser,
             Some(b) => {

@@ -35,12 +35,9 @@ pub fn wire_bytes(frame_bytes: u32) -> u32 {
     frame_bytes + PREAMBLE_IFG_BYTES
 }
 
-/// Picoseconds to send one byte at 1 bit/s.
-pub const PS_PER_BYTE_AT_1_BPS: u64 = 8_000_000_000_000;
-
 /// Picoseconds to serialize `wire_bytes` at `rate_bps`.
 pub fn serialization_ps(wire_bytes: u32, rate_bps: u64) -> u64 {
-    (wire_bytes as u64 * PS_PER_BYTE_AT_1_BPS) / rate_bps
+    (wire_bytes as u64 * 8_000_000_000_000) / rate_bps
 }
 
 /// The largest goodput a link of `rate_bps` can carry with full segments of `mss` bytes, in bit/s.

@@ -110,12 +110,10 @@ impl Endpoint {
         Endpoint { snd: Sender::new(p), rcv: Receiver::new(p) }
     }
 
-    /// Prefetches the heads of its queues that an arriving segment reads first: the oldest
-    /// segment not yet acknowledged (an ACK's first test).
-    pub(crate) fn prefetch_queues(&self) {
-        if let Some(seg) = self.snd.oldest() {
-            crate::prefetch::prefetch(seg);
-        }
+    /// Prefetches the segments an arriving ACK reads in the retransmission queue: the oldest
+    /// (its first test) and, for a SACK block starting at `sack_start`, the one there.
+    pub(crate) fn prefetch_for_ack(&self, sack_start: Option<u64>) {
+        self.snd.prefetch_for_ack(sack_start);
     }
 
     /// Bytes this endpoint holds on the heap (its queues' capacity, which never shrinks, so at

@@ -141,6 +141,11 @@ impl Scoreboard {
         &self.rtx[i]
     }
 
+    /// Segment `i`, if there is one.
+    pub fn get(&self, i: usize) -> Option<&Seg> {
+        self.rtx.get(i)
+    }
+
     /// Segments in the queue (same as [`Scoreboard::packets_out`]).
     #[inline]
     pub fn len(&self) -> usize {
@@ -224,13 +229,42 @@ impl Scoreboard {
         n
     }
 
+    /// The index of the first segment that starts at or above `s` (the queue's length if none).
+    /// Nearly every segment is one MSS, so the index is interpolated and then walked a step or
+    /// two: a binary search touches a cache line per probe, and at 500 x 500 all-to-all the
+    /// queues are cold (it took 6 % of the run).
+    #[inline]
+    fn first_starting_at(&self, s: u64) -> usize {
+        let (Some(first), Some(last)) = (self.rtx.front(), self.rtx.back()) else { return 0 };
+        if s <= first.start {
+            return 0;
+        }
+        if s > last.start {
+            return self.rtx.len();
+        }
+        // first.start < s <= last.start < last.end, so the guess is below the length, and the
+        // answer lies in 1..len.
+        let span = (last.end - first.start) as u128;
+        let mut i = ((s - first.start) as u128 * self.rtx.len() as u128 / span) as usize;
+        for _ in 0..4 {
+            if self.rtx[i].start < s {
+                i += 1;
+            } else if self.rtx[i - 1].start >= s {
+                i -= 1;
+            } else {
+                return i;
+            }
+        }
+        self.rtx.partition_point(|seg| seg.start < s)
+    }
+
     /// SACK block `[s, e)`: marks the segments inside it SACKed (no longer lost, no
     /// retransmission in flight), calling `newly` on each that was not SACKed before. Returns
     /// how many were new.
     #[inline]
     pub fn sack_block(&mut self, s: u64, e: u64, mut newly: impl FnMut(&Seg)) -> u32 {
         debug_assert!(self.sack, "SACK blocks on a connection without SACK");
-        let mut i = self.rtx.partition_point(|seg| seg.start < s);
+        let mut i = self.first_starting_at(s);
         let mut n = 0;
         while i < self.rtx.len() && self.rtx[i].end <= e {
             let seg = &mut self.rtx[i];
@@ -457,6 +491,29 @@ mod tests {
     }
 
     proptest! {
+        /// The interpolated search finds what a binary search finds, whatever the segments'
+        /// sizes (MSS-sized ones with short ends of messages between, or anything else).
+        #[test]
+        fn the_interpolated_search_agrees_with_a_binary_search(
+            sizes in proptest::collection::vec(prop_oneof![3 => Just(9000u64), 1 => 1u64..9000], 1..80),
+            head in 0u64..20_000,
+            probes in proptest::collection::vec((any::<prop::sample::Index>(), -1i64..=1, 0u64..800_000), 1..20),
+        ) {
+            let mut b = Scoreboard::new(true);
+            let mut next = head;
+            for len in sizes {
+                b.on_sent(next, next + len, 0);
+                next += len;
+            }
+            // A segment's start, a byte either side of it, and anywhere.
+            let at = |(k, d, anywhere): &(prop::sample::Index, i64, u64)| {
+                [b.seg(k.index(b.len())).start.saturating_add_signed(*d), *anywhere]
+            };
+            for s in probes.iter().flat_map(at) {
+                prop_assert_eq!(b.first_starting_at(s), b.rtx.partition_point(|seg| seg.start < s), "s = {}", s);
+            }
+        }
+
         /// Whatever happens to a SACK connection's segments, the counters equal the marks and
         /// in flight stays within [0, packets_out + retrans_out] (`check` runs after every
         /// operation; this drives it through arbitrary sequences).

@@ -396,9 +396,19 @@ impl Sender {
         }
     }
 
-    /// The oldest segment not yet acknowledged.
-    pub(crate) fn oldest(&self) -> Option<&super::scoreboard::Seg> {
-        self.sb.head()
+    /// Prefetches the oldest segment not yet acknowledged and, for a SACK block starting at
+    /// `sack_start`, the segment there, found as the scoreboard's search will guess it (by
+    /// interpolation: nearly every segment is one MSS).
+    pub(crate) fn prefetch_for_ack(&self, sack_start: Option<u64>) {
+        if let Some(seg) = self.sb.head() {
+            crate::prefetch::prefetch(seg);
+        }
+        if let Some(s) = sack_start.filter(|&s| s > self.snd_una && s < self.snd_nxt) {
+            let i = (s - self.snd_una) as u128 * self.sb.len() as u128 / (self.snd_nxt - self.snd_una) as u128;
+            if let Some(seg) = self.sb.get(i as usize) {
+                crate::prefetch::prefetch(seg);
+            }
+        }
     }
 
     fn may_grow(&self) -> bool {
