@@ -496,7 +496,8 @@ impl<M: Copy> Sockets<M> {
     /// Fetches ahead what the next arrivals through `port` will read, in a pipeline whose every
     /// stage reads only what the stage before fetched: the flight after the next two; at a
     /// host, the connection of the one after next, and the next one's queue heads (its
-    /// receiving end's oldest segment, the messages its sender wrote). At 500 x 500 all-to-all
+    /// receiving end's oldest segment and the one its first SACK block starts at, the messages
+    /// its sender wrote). At 500 x 500 all-to-all
     /// the connections' state (250 000 of them, 400 MB) and the flights waiting in deep ports
     /// miss every cache.
     #[inline(never)]
@@ -515,7 +516,7 @@ impl<M: Copy> Sockets<M> {
         let next = &flights[0].pkt;
         let conn = &self.conns[next.conn.index()];
         let sack_start = (next.nsack > 0).then(|| next.sack_blocks()[0].0);
-        conn.ep[next.from.peer().index()].prefetch_for_ack(sack_start);
+        conn.ep[next.from.peer().index()].snd.prefetch_for_ack(sack_start);
         if let Some(m) = conn.msgs[next.from.index()].front() {
             prefetch(m);
         }

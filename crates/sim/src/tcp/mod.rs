@@ -110,12 +110,6 @@ impl Endpoint {
         Endpoint { snd: Sender::new(p), rcv: Receiver::new(p) }
     }
 
-    /// Prefetches the segments an arriving ACK reads in the retransmission queue: the oldest
-    /// (its first test) and, for a SACK block starting at `sack_start`, the one there.
-    pub(crate) fn prefetch_for_ack(&self, sack_start: Option<u64>) {
-        self.snd.prefetch_for_ack(sack_start);
-    }
-
     /// Bytes this endpoint holds on the heap (its queues' capacity, which never shrinks, so at
     /// the end of a run this is the most it ever held).
     pub fn heap_bytes(&self) -> usize {
