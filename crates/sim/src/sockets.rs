@@ -497,9 +497,8 @@ impl<M: Copy> Sockets<M> {
     /// stage reads only what the stage before fetched: the flight after the next two; at a
     /// host, the connection of the one after next, and the next one's queue heads (its
     /// receiving end's oldest segment and the one its first SACK block starts at, the messages
-    /// its sender wrote). At 500 x 500 all-to-all
-    /// the connections' state (250 000 of them, 400 MB) and the flights waiting in deep ports
-    /// miss every cache.
+    /// its sender wrote). At 500 x 500 all-to-all the connections' state (250 000 of them,
+    /// 400 MB) and the flights waiting in deep ports miss every cache.
     #[inline(never)]
     fn prefetch_for(&self, port: u32) {
         let flights = &self.flights[port as usize];

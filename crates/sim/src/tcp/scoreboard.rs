@@ -141,11 +141,6 @@ impl Scoreboard {
         &self.rtx[i]
     }
 
-    /// Segment `i`, if there is one.
-    pub fn get(&self, i: usize) -> Option<&Seg> {
-        self.rtx.get(i)
-    }
-
     /// Segments in the queue (same as [`Scoreboard::packets_out`]).
     #[inline]
     pub fn len(&self) -> usize {
@@ -244,8 +239,7 @@ impl Scoreboard {
         }
         // first.start < s <= last.start < last.end, so the guess is below the length, and the
         // answer lies in 1..len.
-        let span = (last.end - first.start) as u128;
-        let mut i = ((s - first.start) as u128 * self.rtx.len() as u128 / span) as usize;
+        let mut i = self.interpolated(s, first.start, last.end);
         for _ in 0..4 {
             if self.rtx[i].start < s {
                 i += 1;
@@ -256,6 +250,21 @@ impl Scoreboard {
             }
         }
         self.rtx.partition_point(|seg| seg.start < s)
+    }
+
+    /// The index `s` would have if every segment between `start` and `end` (`start` < `end`)
+    /// were the same size: where [`Scoreboard::first_starting_at`] starts its walk.
+    #[inline]
+    fn interpolated(&self, s: u64, start: u64, end: u64) -> usize {
+        ((s - start) as u128 * self.rtx.len() as u128 / (end - start) as u128) as usize
+    }
+
+    /// Prefetches the segment the search for `s` will look at first, found from the sender's
+    /// `snd_una` and `snd_nxt` (the queue's ends) without reading the queue itself.
+    pub(crate) fn prefetch_guess(&self, s: u64, snd_una: u64, snd_nxt: u64) {
+        if let Some(seg) = self.rtx.get(self.interpolated(s, snd_una, snd_nxt)) {
+            crate::prefetch::prefetch(seg);
+        }
     }
 
     /// SACK block `[s, e)`: marks the segments inside it SACKed (no longer lost, no

@@ -397,17 +397,13 @@ impl Sender {
     }
 
     /// Prefetches the oldest segment not yet acknowledged and, for a SACK block starting at
-    /// `sack_start`, the segment there, found as the scoreboard's search will guess it (by
-    /// interpolation: nearly every segment is one MSS).
+    /// `sack_start`, the segment the scoreboard's search will look at first.
     pub(crate) fn prefetch_for_ack(&self, sack_start: Option<u64>) {
         if let Some(seg) = self.sb.head() {
             crate::prefetch::prefetch(seg);
         }
         if let Some(s) = sack_start.filter(|&s| s > self.snd_una && s < self.snd_nxt) {
-            let i = (s - self.snd_una) as u128 * self.sb.len() as u128 / (self.snd_nxt - self.snd_una) as u128;
-            if let Some(seg) = self.sb.get(i as usize) {
-                crate::prefetch::prefetch(seg);
-            }
+            self.sb.prefetch_guess(s, self.snd_una, self.snd_nxt);
         }
     }
 
