@@ -25,6 +25,8 @@ pub enum Stream {
     Service = 5,
     /// A sub-farm worker's trigger decision.
     Verdict = 6,
+    /// Where a host's kernel ticks fall (the simulator's TCP timers, `tick_phase = "per_host"`).
+    TickPhase = 7,
 }
 
 /// SplitMix64 finaliser: a bijective 64-bit mixer (also used to hash connections onto paths).

@@ -106,7 +106,7 @@ impl<'a> FarmWorld<'a> {
             .collect();
         let fabric = Fabric::of_hosts(net, hosts);
         let params = TcpParams::from_config(&net.tcp, net.mss_bytes());
-        let sockets = Sockets::new(fabric, &params, (0..n).map(|w| (w + 1, 0)));
+        let sockets = Sockets::new(fabric, &params, scenario.run.seed, (0..n).map(|w| (w + 1, 0)));
         let capacity = (farm.implementation == Implementation::V1).then_some(farm.event_queue_events as usize);
         let seed = scenario.run.seed;
         let total = scenario.run.warmup_events + scenario.run.events;

@@ -159,7 +159,7 @@ impl<'a> PipeWorld<'a> {
         let readouts = roles.readouts.len() as u32;
         PipeWorld {
             q: EventQueue::new(),
-            net: Sockets::new(fabric, &params, pairs),
+            net: Sockets::new(fabric, &params, scenario.run.seed, pairs),
             em: EventManager::new(&roles.builders, pipe.credits_per_builder, total),
             builders: (0..n)
                 .map(|b| BuilderUnit::new(NodeId(b), roles.pull_start(NodeId(b)), readouts, pipe.parallel()))

@@ -335,8 +335,9 @@ pub struct Sockets<M> {
 impl<M: Copy> Sockets<M> {
     /// Connections between the `(opener, acceptor)` host pairs, numbered in order, set up
     /// before the run: the handshake gives each endpoint its first RTT sample. Each end's
-    /// packets take the path [`Fabric::conn_paths`] gives them.
-    pub fn new(fabric: Fabric, params: &TcpParams, pairs: impl IntoIterator<Item = (u32, u32)>) -> Self {
+    /// packets take the path [`Fabric::conn_paths`] gives them; each end's timers tick as its
+    /// host's ([`TcpParams::on_host`], from `seed`).
+    pub fn new(fabric: Fabric, params: &TcpParams, seed: u64, pairs: impl IntoIterator<Item = (u32, u32)>) -> Self {
         let ack_frame = frame_bytes(0, 0);
         let conns: Vec<Conn<M>> = pairs
             .into_iter()
@@ -346,7 +347,8 @@ impl<M: Copy> Sockets<M> {
                 let core = fabric.conn_paths(c, hosts);
                 let rtt = fabric.unloaded_delay_ns(hosts.0, hosts.1, core[0] as u32, ack_frame)
                     + fabric.unloaded_delay_ns(hosts.1, hosts.0, core[1] as u32, ack_frame);
-                let mut ep = [Endpoint::new(params), Endpoint::new(params)];
+                let mut ep =
+                    [Endpoint::new(&params.on_host(seed, hosts.0)), Endpoint::new(&params.on_host(seed, hosts.1))];
                 ep[0].snd.seed_rtt(rtt);
                 ep[1].snd.seed_rtt(rtt);
                 Conn {

@@ -167,7 +167,7 @@ impl<'a> World<'a> {
         // Node-major, as Layout::conn numbers them.
         let pairs =
             layout.all_nodes().flat_map(|n| layout.readouts().map(move |r| (layout.readout_units() + n.0, r.0)));
-        let mut sockets = Sockets::new(fabric, &params, pairs);
+        let mut sockets = Sockets::new(fabric, &params, seed, pairs);
         let faults = Faults::new(scenario, sockets.fabric().placement(), &opts.faults);
         let drops = opts.drops.iter().map(|d| SegmentDrop {
             conn: layout.conn(d.node, d.readout),

@@ -392,6 +392,19 @@ pub enum CongestionControl {
     Static,
 }
 
+/// Where each host's kernel ticks fall, for TCP timers that tick (`timer_hz` > 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TickPhase {
+    /// Every host ticks at the same instants: timers armed alike on different hosts fire at
+    /// the same nanosecond.
+    Shared,
+    /// Each host ticks at its own phase, drawn from the run seed, as separate machines do (each
+    /// kernel's tick follows its own timer interrupt): timers armed alike on different hosts
+    /// fire up to one tick apart.
+    PerHost,
+}
+
 /// `[network.tcp]`: the TCP model (Linux is the reference).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -447,6 +460,11 @@ pub struct TcpConfig {
     /// timer wheel never fires early), so at 250 Hz a "2 ms" probe or reordering timer fires
     /// 4–8 ms later. 0: exact timers.
     pub timer_hz: u32,
+    /// `shared` or `per_host`: whether the hosts' ticks fall at the same instants. With a shared
+    /// phase, senders that lose their tails in the same round all probe and retransmit at the
+    /// same nanosecond and meet a full switch queue together; separate machines do not
+    /// (docs/testbed.md, "Timers in step").
+    pub tick_phase: TickPhase,
 }
 
 /// `[run]`: what to run.
@@ -642,6 +660,7 @@ impl Default for TcpConfig {
             rack: true,
             tail_loss_probe: true,
             timer_hz: 1000,
+            tick_phase: TickPhase::Shared,
         }
     }
 }

@@ -27,7 +27,7 @@ pub mod tick;
 pub use receiver::{AckUrgency, Receiver};
 pub use sender::{CaState, Sender, Transmission};
 
-use daqnet_core::scenario::{CongestionControl, TcpConfig};
+use daqnet_core::scenario::{CongestionControl, TcpConfig, TickPhase};
 use daqnet_core::Nanos;
 
 /// TCP parameters shared by every connection of a run.
@@ -67,6 +67,8 @@ pub struct TcpParams {
     pub tail_loss_probe: bool,
     /// The tick the timers run on.
     pub tick: tick::TimerTick,
+    /// Whether each host ticks at its own phase ([`TcpParams::on_host`]).
+    pub tick_phase: TickPhase,
 }
 
 impl TcpParams {
@@ -90,7 +92,18 @@ impl TcpParams {
             rack: c.rack && c.sack,
             tail_loss_probe: c.tail_loss_probe && c.sack,
             tick: tick::TimerTick::new(c.timer_hz),
+            tick_phase: c.tick_phase,
         }
+    }
+
+    /// The parameters of host `host`'s endpoints: its own tick phase with `tick_phase =
+    /// "per_host"`.
+    pub fn on_host(&self, seed: u64, host: u32) -> TcpParams {
+        let mut p = self.clone();
+        if self.tick_phase == TickPhase::PerHost {
+            p.tick = self.tick.on_host(seed, host);
+        }
+        p
     }
 }
 

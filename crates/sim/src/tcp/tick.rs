@@ -6,8 +6,13 @@
 //! level 8× coarser — and rounds the expiry up to the next granule of that level
 //! (`calc_index`). So at 250 Hz a 2.6 ms timer fires 4–8 ms after it is armed, a 200 ms one
 //! 200–204 ms after, and a 400 ms one up to 32 ms late (at 1000 Hz: 200–208 ms).
+//!
+//! Each machine's ticks follow its own timer interrupt, so two hosts' ticks fall at unrelated
+//! instants; [`TimerTick::on_host`] gives a host its own phase.
 
+use daqnet_core::workload::{rng_for, Stream};
 use daqnet_core::Nanos;
+use rand::Rng;
 
 /// Ticks a level of the wheel covers before the next, coarser one (Linux `LVL_START(1)`).
 const LEVEL0_TICKS: u64 = 63;
@@ -20,12 +25,23 @@ const LEVELS: u32 = 8;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TimerTick {
     tick_ns: Nanos,
+    /// Where this host's ticks fall: at `phase_ns` + k · `tick_ns`.
+    phase_ns: Nanos,
 }
 
 impl TimerTick {
     /// Timers that tick at `hz` (0: exact timers).
     pub fn new(hz: u32) -> Self {
-        TimerTick { tick_ns: if hz == 0 { 0 } else { 1_000_000_000 / hz as Nanos } }
+        TimerTick { tick_ns: if hz == 0 { 0 } else { 1_000_000_000 / hz as Nanos }, phase_ns: 0 }
+    }
+
+    /// The same tick at host `host`'s own phase, drawn from the run seed.
+    pub fn on_host(self, seed: u64, host: u32) -> Self {
+        if self.tick_ns == 0 {
+            return self;
+        }
+        let phase_ns = rng_for(seed, Stream::TickPhase, &[host as u64]).random_range(0..self.tick_ns);
+        TimerTick { phase_ns, ..self }
     }
 
     /// One jiffy, the kernel clock's tick, ns: the timer tick, or 1 ms (`HZ` = 1000, Linux's
@@ -44,15 +60,18 @@ impl TimerTick {
         if t == 0 {
             return now + timeout;
         }
+        // In this host's own time, where its ticks fall on multiples of the tick.
+        let shift = (t - self.phase_ns) % t;
+        let now = now + shift;
         let delay = timeout.div_ceil(t);
         let expires = now / t + delay;
-        let mut shift = 0;
+        let mut level = 0;
         let mut level_end = LEVEL0_TICKS;
-        while delay >= level_end && shift < LEVEL_SHIFT * (LEVELS - 1) {
-            shift += LEVEL_SHIFT;
+        while delay >= level_end && level < LEVEL_SHIFT * (LEVELS - 1) {
+            level += LEVEL_SHIFT;
             level_end <<= LEVEL_SHIFT;
         }
-        (((expires >> shift) + 1) << shift) * t
+        (((expires >> level) + 1) << level) * t - shift
     }
 }
 
@@ -61,6 +80,25 @@ mod tests {
     use super::*;
 
     const MS: Nanos = 1_000_000;
+
+    /// Separate machines tick at unrelated instants: a host's timers fire on its own ticks
+    /// (phase + k · 4 ms at 250 Hz), never early and at most two ticks late for a short timer,
+    /// and two hosts' timers armed at the same instant fire at different ones.
+    #[test]
+    fn a_host_ticks_at_its_own_phase() {
+        let shared = TimerTick::new(250);
+        let (a, b) = (shared.on_host(1, 0), shared.on_host(1, 1));
+        assert_ne!(a.phase_ns, b.phase_ns);
+        assert_eq!(a, shared.on_host(1, 0), "the phase depends on the seed and the host only");
+        assert_ne!(a.deadline(10 * MS, 2_600_000), b.deadline(10 * MS, 2_600_000));
+        for h in [shared, a, b] {
+            for now in (0..8 * MS).step_by(333_333) {
+                let d = h.deadline(now, 2_600_000);
+                assert!(d >= now + 2_600_000 && d <= now + 2_600_000 + 2 * 4 * MS, "{h:?} {now} {d}");
+                assert_eq!((d + 4 * MS - h.phase_ns) % (4 * MS), 0, "on the host's own tick: {h:?} {d}");
+            }
+        }
+    }
 
     #[test]
     fn exact_without_a_tick() {
