@@ -134,18 +134,25 @@ impl Alike {
     /// (incast-32, 20 kB, 100 Mb/s: 3,078 timeouts with heartbeats every 200 ms, 3,895 without).
     fn testbed(self, p: &Point) -> Point {
         let mut p = p.clone();
-        if self.rare_heartbeats {
-            p.scenario.deploy.heartbeat_ms =
-                (p.scenario.deploy.peer_timeout_ms / 2).max(p.scenario.deploy.heartbeat_ms);
-        }
+        p.scenario.deploy.heartbeat_ms = self.heartbeat_ms(&p.scenario.deploy);
         p
+    }
+
+    /// The testbed's heartbeat interval: half the peer timeout when heartbeats are made rare
+    /// (never more often than the scenario asks), else the scenario's.
+    fn heartbeat_ms(self, d: &daqnet_core::scenario::Deploy) -> u64 {
+        if self.rare_heartbeats {
+            (d.peer_timeout_ms / 2).max(d.heartbeat_ms)
+        } else {
+            d.heartbeat_ms
+        }
     }
 
     fn describe(self, sc: &daqnet_core::scenario::Scenario) -> Vec<String> {
         let mut lines =
             vec!["the simulator's hosts get the testbed's token buckets (network.host_burst_ns)".to_string()];
         if self.rare_heartbeats {
-            let ms = (sc.deploy.peer_timeout_ms / 2).max(sc.deploy.heartbeat_ms);
+            let ms = self.heartbeat_ms(&sc.deploy);
             lines.push(format!(
                 "the testbed's heartbeats come at most every {ms} ms (deploy.heartbeat_ms; the simulator sends none)"
             ));
