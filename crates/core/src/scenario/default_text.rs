@@ -99,7 +99,7 @@ slow_start_after_idle = true
 rack = true                      # RACK loss detection, also of lost retransmissions (needs sack)
 tail_loss_probe = true           # probe a silent tail after 2 SRTT instead of waiting for the RTO
 timer_hz = 1000                  # TCP timers tick like Linux CONFIG_HZ (Debian/Ubuntu: 250; 0 = exact)
-tick_phase = "shared"            # shared | per_host: every host ticks at the same instants, or each at its own
+tick_phase = "per_host"          # per_host | shared: each host ticks at its own phase, or all at the same instants
 
 [run]
 events = 2000                # measured events

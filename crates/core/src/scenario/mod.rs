@@ -660,7 +660,7 @@ impl Default for TcpConfig {
             rack: true,
             tail_loss_probe: true,
             timer_hz: 1000,
-            tick_phase: TickPhase::Shared,
+            tick_phase: TickPhase::PerHost,
         }
     }
 }
