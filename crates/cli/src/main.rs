@@ -44,9 +44,10 @@ enum Command {
     /// Run one sweep in the testbed and in the simulator and compare them point by point.
     ///
     /// What the testbed has and the simulator's model lacks is made alike: the simulator's hosts
-    /// get the token buckets the testbed shapes its hosts with, and the testbed's heartbeats
-    /// come at most every half peer timeout unless --set or --vary names deploy.heartbeat_ms
-    /// (docs/testbed.md, "What validate makes alike").
+    /// get the token buckets the testbed shapes its hosts with and its readout units answer as
+    /// late as the testbed's processes (which wake on two shared CPUs), and the testbed's
+    /// heartbeats come at most every half peer timeout unless --set or --vary names
+    /// deploy.heartbeat_ms (docs/testbed.md, "What validate makes alike").
     Validate(commands::validate::ValidateArgs),
     /// Run the lossless software switch (a queue per collector) on this namespace's interfaces.
     Switch(commands::switch::SwitchArgs),

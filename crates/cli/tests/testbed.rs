@@ -472,10 +472,12 @@ fn validate_runs_both_substrates_and_compares_them() {
     assert_eq!(tb["substrate"], "testbed");
     assert!(f(&tb["switch"]["drops"]) > 0.0, "100 kB dropped nothing in the testbed");
     // What validate makes alike: the simulator's hosts get the testbed's token buckets (1 ms
-    // for 32 readout hosts), and the testbed's heartbeats come every peer_timeout_ms / 2 (10 s / 2).
+    // for 32 readout hosts) and its processes' late answers (up to 510 µs), and the testbed's
+    // heartbeats come every peer_timeout_ms / 2 (10 s / 2).
     let resolved = |r: &Value| r["resolved_scenario"].as_str().unwrap_or_default().to_string();
     let sim = resolved(&report(&dir.join("sim/points/p0002")));
     assert!(sim.contains("host_burst_ns = 1000000"), "{sim}");
+    assert!(sim.contains("readout_service_jitter_ns = 510000"), "{sim}");
     assert!(resolved(&tb).contains("heartbeat_ms = 5000"), "{}", resolved(&tb));
 }
 

@@ -1,6 +1,7 @@
 //! `daqnet validate`: the same sweep in the testbed and in the simulator, side by side.
 
 use clap::Args;
+use daqnet_core::scenario::Credits;
 use daqnet_study::columnar::{TRACE_PORTS, TRACE_TCP};
 use daqnet_study::compare::{self, Criteria};
 use daqnet_study::plot::{draw, Kind, PlotSpec};
@@ -117,15 +118,33 @@ impl Alike {
         Alike { rare_heartbeats: !sets.iter().chain(vary).any(named) }
     }
 
-    /// The point as the simulator runs it: every host shaped by the token bucket the testbed
-    /// gives it (the scenario's `network.host_burst_ns`, or the testbed's default). A tbf hands
-    /// a response's frames to the switch as a clump, which decides whether a recovery survives
-    /// (8 senders at 20 kB: 226 failed recoveries at line rate, 11 with the bucket, Linux 7).
+    /// The point as the simulator runs it:
+    /// - every host shaped by the token bucket the testbed gives it (the scenario's
+    ///   `network.host_burst_ns`, or the testbed's default). A tbf hands a response's frames to
+    ///   the switch as a clump, which decides whether a recovery survives (8 senders at 20 kB:
+    ///   226 failed recoveries at line rate, 11 with the bucket, Linux 7);
+    /// - the readout units answer as late as the testbed's processes, which wake one after
+    ///   another on two CPUs ([`daqnet_testbed::plan::reply_spread_ns`], added to
+    ///   `system.readout_service_jitter_ns`). The order in which the responses meet the switch's
+    ///   queue decides who loses: answering in request order, the simulator's first five of 32
+    ///   readout units never lost a frame of their 6.5 kB responses at 40 kB.
     fn sim(self, p: &Point) -> anyhow::Result<Point> {
         let mut p = p.clone();
         p.scenario.network.host_burst_ns =
             daqnet_testbed::plan::TestbedPlan::checked(&p.scenario, "check", &p.origin)?.host_burst_ns;
+        p.scenario.system.readout_service_jitter_ns += Self::reply_spread_ns(&p.scenario);
         Ok(p)
+    }
+
+    /// The readout hosts asked at once: every one, unless the nodes' credits cover fewer
+    /// requests (a request takes `fragments_per_unit` credits).
+    fn reply_spread_ns(sc: &daqnet_core::scenario::Scenario) -> u64 {
+        let sys = &sc.system;
+        let asked = match sys.credits_per_node {
+            Credits::Unlimited => sys.readout_units,
+            Credits::Limited(c) => (c / sys.fragments_per_unit.max(1)).max(1).saturating_mul(sys.nodes),
+        };
+        daqnet_testbed::plan::reply_spread_ns(sys.readout_units, asked)
     }
 
     /// The point as the testbed runs it: daqnet's heartbeats, which the simulator does not send,
@@ -149,8 +168,13 @@ impl Alike {
     }
 
     fn describe(self, sc: &daqnet_core::scenario::Scenario) -> Vec<String> {
-        let mut lines =
-            vec!["the simulator's hosts get the testbed's token buckets (network.host_burst_ns)".to_string()];
+        let us = Self::reply_spread_ns(sc) / 1000;
+        let mut lines = vec![
+            "the simulator's hosts get the testbed's token buckets (network.host_burst_ns)".to_string(),
+            format!(
+                "the simulator's readout units answer up to {us} µs later, as the testbed's processes wake on shared CPUs (system.readout_service_jitter_ns)"
+            ),
+        ];
         if self.rare_heartbeats {
             let ms = self.heartbeat_ms(&sc.deploy);
             lines.push(format!(
@@ -317,10 +341,19 @@ mod tests {
         let alike =
             Alike::new(&words(&["network.tcp.timer_hz=250"]), &words(&["network.switch.buffer.port_bytes=20kB"]));
         let p = incast_point(&[]);
-        assert_eq!(alike.sim(&p).unwrap().scenario.network.host_burst_ns, 1_000_000, "32 hosts: 1 ms");
+        let sim = alike.sim(&p).unwrap().scenario;
+        assert_eq!(sim.network.host_burst_ns, 1_000_000, "32 hosts: 1 ms");
+        assert_eq!(sim.system.readout_service_jitter_ns, 510_000, "32 hosts answer up to 510 µs late");
         assert_eq!(alike.testbed(&p).scenario.deploy.heartbeat_ms, 5_000, "half the 10 s peer timeout");
         let own = incast_point(&["network.host_burst_ns=250000"]);
         assert_eq!(alike.sim(&own).unwrap().scenario.network.host_burst_ns, 250_000, "the scenario's own bucket");
+        let own = incast_point(&["system.readout_service_jitter_ns=100000"]);
+        let jitter = alike.sim(&own).unwrap().scenario.system.readout_service_jitter_ns;
+        assert_eq!(jitter, 610_000, "the scenario's own jitter, and the testbed's on top");
+        // Credits for 8 requests at a time: 8 of the 32 answer at once, 350 × 8/32 + 5 × 8 µs.
+        let shaped = incast_point(&["system.credits_per_node=8"]);
+        let jitter = alike.sim(&shaped).unwrap().scenario.system.readout_service_jitter_ns;
+        assert_eq!(jitter, 127_500, "fewer hosts asked at once wait less");
     }
 
     #[test]
