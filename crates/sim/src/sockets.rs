@@ -339,6 +339,8 @@ impl<M: Copy> Sockets<M> {
     /// host's ([`TcpParams::on_host`], from `seed`).
     pub fn new(fabric: Fabric, params: &TcpParams, seed: u64, pairs: impl IntoIterator<Item = (u32, u32)>) -> Self {
         let ack_frame = frame_bytes(0, 0);
+        // Once per host, not per connection end (250,000 connections at 500 x 500).
+        let on_host: Vec<TcpParams> = (0..fabric.host_names.len() as u32).map(|h| params.on_host(seed, h)).collect();
         let conns: Vec<Conn<M>> = pairs
             .into_iter()
             .enumerate()
@@ -347,8 +349,7 @@ impl<M: Copy> Sockets<M> {
                 let core = fabric.conn_paths(c, hosts);
                 let rtt = fabric.unloaded_delay_ns(hosts.0, hosts.1, core[0] as u32, ack_frame)
                     + fabric.unloaded_delay_ns(hosts.1, hosts.0, core[1] as u32, ack_frame);
-                let mut ep =
-                    [Endpoint::new(&params.on_host(seed, hosts.0)), Endpoint::new(&params.on_host(seed, hosts.1))];
+                let mut ep = [Endpoint::new(&on_host[hosts.0 as usize]), Endpoint::new(&on_host[hosts.1 as usize])];
                 ep[0].snd.seed_rtt(rtt);
                 ep[1].snd.seed_rtt(rtt);
                 Conn {
