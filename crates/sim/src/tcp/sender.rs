@@ -442,6 +442,8 @@ impl Sender {
         let (mut first_ackt, mut last_ackt) = (None, 0);
         let mut last_sent = 0;
         let mut retrans_acked = false;
+        let mut acked_unsacked = 0;
+        let reno_dupacks_before = if self.sack { 0 } else { self.sb.sacked_out() };
         let acked = self.sb.ack(ack, |seg| {
             let m = seg.marks();
             if m.ever_retrans {
@@ -451,6 +453,7 @@ impl Sender {
                 last_ackt = seg.sent_at;
             }
             if !m.sacked {
+                acked_unsacked += 1;
                 rack.on_delivered(now, seg.sent_at, seg.end, m.ever_retrans);
             }
             last_sent = last_sent.max(seg.sent_at);
@@ -461,6 +464,17 @@ impl Sender {
             self.sb.reno_dupack();
             newly_sacked = 1;
         }
+        // Linux `tcp_newly_delivered`: the window grows, and PRR counts, by the segments
+        // delivered by this ACK alone. A segment SACKed earlier was counted then (the SACK
+        // branch of `tcp_clean_rtx_queue`); without SACK each duplicate ACK counted one, so a
+        // cumulative ACK delivers the rest, at least one (`tcp_remove_reno_sacks`).
+        let delivered = if self.sack {
+            acked_unsacked + newly_sacked
+        } else if acked > 0 {
+            acked.saturating_sub(reno_dupacks_before).max(1)
+        } else {
+            newly_sacked
+        };
         // Linux tcp_ack_update_rtt: a sample from segments sent once (Karn's rule), else from
         // newly SACKed ones, else — timestamps are on — the echo of the segment that made the
         // receiver ACK, which for a retransmission is the retransmission.
@@ -490,7 +504,7 @@ impl Sender {
             }
         }
         self.process_tlp_ack(ack, dsack, una_advanced || carries_data || newly_sacked > 0);
-        let reorder_armed = self.process_loss_state(now, acked, acked + newly_sacked, una_advanced, lost_before);
+        let reorder_armed = self.process_loss_state(now, acked, delivered, una_advanced, lost_before);
         // Linux tcp_set_xmit_timer (unless RACK just armed its reorder timer).
         if una_advanced && !reorder_armed && !self.schedule_loss_probe(now, true) {
             self.rearm_rto(now);
@@ -557,8 +571,9 @@ impl Sender {
                     self.cwnd_reduction(delivered, una_advanced, self.sb.lost() != lost_before);
                 } else {
                     self.state = if self.sb.sacked_out() > 0 { CaState::Disorder } else { CaState::Open };
+                    // Linux `tcp_may_raise_cwnd`: only on an ACK that advances the window.
                     if acked > 0 {
-                        self.grow(now, acked);
+                        self.grow(now, delivered);
                     }
                 }
             }
@@ -584,7 +599,7 @@ impl Sender {
                     self.enter_recovery();
                     self.cwnd_reduction(delivered, una_advanced, self.sb.lost() != lost_before);
                 } else if acked > 0 {
-                    self.grow(now, acked);
+                    self.grow(now, delivered);
                 }
             }
         }

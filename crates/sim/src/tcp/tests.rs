@@ -63,16 +63,31 @@ mod open {
     }
 
     #[test]
+    fn without_sack_duplicate_acks_count_as_delivered_and_the_cumulative_ack_grows_by_the_rest() {
+        // Linux `tcp_add_reno_sack` counts each duplicate ACK as one segment delivered, and
+        // `tcp_remove_reno_sacks` the cumulative ACK as the rest: slow start grows by 8, not 10.
+        let mut s = sender_with(TcpConfig { sack: false, rack: false, tail_loss_probe: false, ..config() });
+        write(&mut s, 0, 40);
+        s.on_ack(RTT, 0, &[], false);
+        s.on_ack(RTT + US, 0, &[], false);
+        assert_eq!((s.cwnd(), s.state()), (10, CaState::Disorder), "below the threshold");
+        s.on_ack(RTT + 2 * US, 10 * SEG, &[], false);
+        assert_eq!((s.cwnd(), s.state()), (18, CaState::Open));
+        check(&s);
+    }
+
+    #[test]
     fn above_ssthresh_the_window_grows_by_about_one_segment_per_window() {
         let mut s = classic();
         write(&mut s, 0, 1000);
         // A loss halves the window (ssthresh = 5); recovery ends with cwnd = ssthresh, and the
-        // same ACK, acknowledging ten segments at once, grows it in congestion avoidance.
+        // same ACK grows it in congestion avoidance by the segments it newly delivers (Linux
+        // `tcp_newly_delivered`): of the ten it acknowledges, three were SACKed before.
         s.on_ack(RTT, 0, &[sack(1, 4)], false);
         send(&mut s, RTT);
         s.on_ack(2 * RTT, 10 * SEG, &[], false);
         let w = s.cwnd();
-        assert_eq!((w, s.ssthresh(), s.state()), (7, 5, CaState::Open), "5 + 10 acked / 5");
+        assert_eq!((w, s.ssthresh(), s.state()), (6, 5, CaState::Open), "5 + 7 delivered / 5");
         // One window's worth of ACKs, each for one segment: +1 segment in all.
         let mut una = 10;
         for i in 0..w as u64 {
