@@ -3,7 +3,7 @@
 //! without running. CI runs as root, so they run there.
 
 mod common;
-use common::{daqnet, out_dir, paced, report, text, window_trace, OutDir};
+use common::{daqnet, out_dir, paced, report, serial, text, window_trace, OutDir};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,11 +11,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// One testbed at a time: each runs 34 processes and the kernel's queues on 2 cores.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn root() -> bool {
     common::root("the testbed (network namespaces)")
 }
@@ -699,6 +694,13 @@ fn a_subfarm_on_gigabit_fills_its_link_and_shares_it_evenly() {
         return;
     }
     let _one = serial();
+    // Each worker's share is set by when its sender thread runs: on a quiet machine the
+    // spread is 2-6 % of the mean (cv 0.02-0.03); once, in a full CI run, one worker took
+    // 17 % over the mean (cv 0.09), so an uneven run is repeated like a slow one.
+    let even = |r: &Value| {
+        let w = &r["farm"]["worker_bps"];
+        f(&w["min"]) >= 0.85 * f(&w["mean"]) && f(&w["max"]) <= 1.15 * f(&w["mean"])
+    };
     let r = paced(
         || {
             let dir = out_dir("subfarm-v2");
@@ -708,12 +710,11 @@ fn a_subfarm_on_gigabit_fills_its_link_and_shares_it_evenly() {
             assert!(o.status.success(), "{}", text(&o));
             report(&dir)
         },
-        |r| f(&r["goodput_bps"]) >= 0.85 * 941e6,
+        |r| f(&r["goodput_bps"]) >= 0.85 * 941e6 && even(r),
     );
     assert!(f(&r["duration_s"]) >= 20.0, "{}", r["duration_s"]);
     assert!(f(&r["goodput_bps"]) >= 0.85 * 941e6, "{} b/s", r["goodput_bps"]);
-    let w = &r["farm"]["worker_bps"];
-    assert!(f(&w["min"]) >= 0.85 * f(&w["mean"]) && f(&w["max"]) <= 1.15 * f(&w["mean"]), "{w}");
+    assert!(even(&r), "{}", r["farm"]["worker_bps"]);
 }
 
 /// The event builder feeding a sub-farm, both in the testbed: first the builder
