@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// One testbed at a time: each runs 34 processes and the kernel's queues on 2 cores.
 fn root() -> bool {
     common::root("the testbed (network namespaces)")
 }
