@@ -568,11 +568,14 @@ pub struct SimWork {
     pub packets: u64,
     /// Simulated seconds in all (warm-up included).
     pub simulated_s: f64,
-    /// TCP connections simulated.
+    /// TCP connections declared.
     #[serde(default)]
     pub connections: u64,
-    /// Bytes of the connections' state: the structures and what their queues allocated, at
-    /// most (queues never shrink).
+    /// Of those, the ones used, whose state was made (the simulator makes it on first use).
+    #[serde(default)]
+    pub connections_open: u64,
+    /// Bytes of the open connections' state: the structures and what their queues allocated,
+    /// at most (queues never shrink).
     #[serde(default)]
     pub connection_bytes: u64,
 }

@@ -64,7 +64,7 @@ pub trait Dataflow {
                     self.on_message(rx.conn, msg);
                 }
                 let (net, q) = self.parts();
-                net.pump(q, rx.conn, rx.end);
+                net.pump(q, rx.slot, rx.end);
             }
             Ev::Tcp { ep } => {
                 let (net, q) = self.parts();
@@ -171,17 +171,17 @@ impl From<Side> for End {
     }
 }
 
-/// One end of one connection, packed for the event queue.
+/// One end of one open connection, packed for the event queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EndpointId(u32);
 
 impl EndpointId {
-    fn new(conn: ConnId, end: End) -> Self {
-        EndpointId(conn.0 * 2 + end.index() as u32)
+    fn new(slot: Slot, end: End) -> Self {
+        EndpointId(slot.0 * 2 + end.index() as u32)
     }
 
-    fn conn(self) -> ConnId {
-        ConnId(self.0 / 2)
+    fn slot(self) -> Slot {
+        Slot(self.0 / 2)
     }
 
     fn end(self) -> End {
@@ -212,7 +212,7 @@ const PREFETCH_ABOVE_BYTES: usize = 2 << 20;
 /// hop (the ATLAS bench moved 104-byte flights before; 80 now).
 #[derive(Debug, Clone, Copy)]
 struct Packet {
-    conn: ConnId,
+    slot: Slot,
     frame: u32,
     dst: u32,
     /// Payload bytes from `start` (0: a pure ACK).
@@ -275,15 +275,37 @@ struct Flight {
     pkt: Packet,
 }
 
+/// A connection's place among the open ones ([`Sockets::open`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Slot(u32);
+
+impl Slot {
+    /// Not open yet.
+    const CLOSED: Slot = Slot(u32::MAX);
+
+    fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A connection as the dataflow declared it: its hosts, the path each end's packets take (a
+/// core router, or a plane and spine; see [`Fabric::conn_paths`]) and, once open, its slot.
+#[derive(Debug, Clone, Copy)]
+struct Planned {
+    hosts: [u32; 2],
+    core: [u8; 2],
+    slot: Slot,
+}
+
 /// A connection's two TCP endpoints, indexed by [`End`], and what the layer keeps beside them.
 struct Conn<M> {
+    id: ConnId,
     ep: [Endpoint; 2],
     /// Earliest time a timer event of each endpoint is already in the queue (`Nanos::MAX`: none).
     wakeup: [Nanos; 2],
     /// Messages written by each end, with the sequence number where each ends.
     msgs: [VecDeque<(u64, M)>; 2],
-    /// The path each end's packets take (a core router, or a plane and spine; see
-    /// [`Fabric::conn_paths`]).
+    /// The path each end's packets take ([`Planned::core`]).
     core: [u8; 2],
     /// The host of each end.
     hosts: [u32; 2],
@@ -302,13 +324,14 @@ impl<M> Conn<M> {
 }
 
 /// A packet that reached its host: TCP has taken it; the receiving end's complete messages
-/// wait for [`Sockets::next_message`], then [`Sockets::pump`] answers.
+/// wait for [`Sockets::next_message`], then the end answers.
 #[derive(Debug, Clone, Copy)]
 pub struct Received {
     /// The connection.
     pub conn: ConnId,
     /// The receiving end.
     pub end: End,
+    slot: Slot,
     len: u32,
 }
 
@@ -318,7 +341,14 @@ pub struct Sockets<M> {
     /// Per port, its frames on their way, in order of arrival: only the first is in the event
     /// queue (a port is a FIFO with a fixed delay, so arrivals are in admission order).
     flights: Vec<VecDeque<Flight>>,
+    /// Every connection declared, by [`ConnId`].
+    planned: Vec<Planned>,
+    /// The open connections, in the order they opened: a connection's state is made when it is
+    /// first used. At 500 x 500 all-to-all a run of 80 events uses 40,000 of the 250,000
+    /// connections; making them all took 10 % of the run (page faults on 350 MB).
     conns: Vec<Conn<M>>,
+    /// Each host's TCP parameters ([`TcpParams::on_host`]).
+    on_host: Vec<TcpParams>,
     /// Whether arrivals fetch ahead what the next ones read ([`Sockets::prefetch_for`]): only
     /// when the connections outgrow the caches; below that the fetches cost more than they
     /// save (the DAQ-like bench load, 100 connections, ran 10 % slower with them).
@@ -333,41 +363,29 @@ pub struct Sockets<M> {
 }
 
 impl<M: Copy> Sockets<M> {
-    /// Connections between the `(opener, acceptor)` host pairs, numbered in order, set up
-    /// before the run: the handshake gives each endpoint its first RTT sample. Each end's
-    /// packets take the path [`Fabric::conn_paths`] gives them; each end's timers tick as its
-    /// host's ([`TcpParams::on_host`], from `seed`).
+    /// Connections between the `(opener, acceptor)` host pairs, numbered in order. Each is set
+    /// up when first used ([`Sockets::open`]) as if before the run: the handshake gives each
+    /// endpoint its first RTT sample. Each end's packets take the path [`Fabric::conn_paths`]
+    /// gives them; each end's timers tick as its host's ([`TcpParams::on_host`], from `seed`).
     pub fn new(fabric: Fabric, params: &TcpParams, seed: u64, pairs: impl IntoIterator<Item = (u32, u32)>) -> Self {
-        let ack_frame = frame_bytes(0, 0);
         // Once per host, not per connection end (250,000 connections at 500 x 500).
-        let on_host: Vec<TcpParams> = (0..fabric.host_names.len() as u32).map(|h| params.on_host(seed, h)).collect();
-        let conns: Vec<Conn<M>> = pairs
+        let on_host = (0..fabric.host_names.len() as u32).map(|h| params.on_host(seed, h)).collect();
+        let planned: Vec<Planned> = pairs
             .into_iter()
             .enumerate()
-            .map(|(c, hosts)| {
-                let c = c as u64;
-                let core = fabric.conn_paths(c, hosts);
-                let rtt = fabric.unloaded_delay_ns(hosts.0, hosts.1, core[0] as u32, ack_frame)
-                    + fabric.unloaded_delay_ns(hosts.1, hosts.0, core[1] as u32, ack_frame);
-                let mut ep = [Endpoint::new(&on_host[hosts.0 as usize]), Endpoint::new(&on_host[hosts.1 as usize])];
-                ep[0].snd.seed_rtt(rtt);
-                ep[1].snd.seed_rtt(rtt);
-                Conn {
-                    ep,
-                    wakeup: [Nanos::MAX; 2],
-                    msgs: [VecDeque::new(), VecDeque::new()],
-                    core,
-                    hosts: [hosts.0, hosts.1],
-                    originals: [0; 2],
-                    last_ack: [u64::MAX; 2],
-                }
+            .map(|(c, hosts)| Planned {
+                hosts: [hosts.0, hosts.1],
+                core: fabric.conn_paths(c as u64, hosts),
+                slot: Slot::CLOSED,
             })
             .collect();
         Sockets {
             flights: vec![VecDeque::new(); fabric.ports.len()],
+            prefetch: planned.len() * std::mem::size_of::<Conn<M>>() > PREFETCH_ABOVE_BYTES,
             fabric,
-            prefetch: conns.len() * std::mem::size_of::<Conn<M>>() > PREFETCH_ABOVE_BYTES,
-            conns,
+            planned,
+            conns: Vec::new(),
+            on_host,
             mss: params.mss,
             packets: 0,
             txbuf: Vec::new(),
@@ -375,6 +393,34 @@ impl<M: Copy> Sockets<M> {
             capture: None,
             dup_acks: 0,
         }
+    }
+
+    /// Connection `c`'s slot, opening it on first use: its endpoints as the handshake leaves
+    /// them, each with the unloaded round trip as its first RTT sample.
+    fn open(&mut self, c: ConnId) -> Slot {
+        let plan = &mut self.planned[c.index()];
+        if plan.slot != Slot::CLOSED {
+            return plan.slot;
+        }
+        plan.slot = Slot(self.conns.len() as u32);
+        let ([a, b], core) = (plan.hosts, plan.core);
+        let ack_frame = frame_bytes(0, 0);
+        let rtt = self.fabric.unloaded_delay_ns(a, b, core[0] as u32, ack_frame)
+            + self.fabric.unloaded_delay_ns(b, a, core[1] as u32, ack_frame);
+        let mut ep = [Endpoint::new(&self.on_host[a as usize]), Endpoint::new(&self.on_host[b as usize])];
+        ep[0].snd.seed_rtt(rtt);
+        ep[1].snd.seed_rtt(rtt);
+        self.conns.push(Conn {
+            id: c,
+            ep,
+            wakeup: [Nanos::MAX; 2],
+            msgs: [VecDeque::new(), VecDeque::new()],
+            core,
+            hosts: [a, b],
+            originals: [0; 2],
+            last_ack: [u64::MAX; 2],
+        });
+        plan.slot
     }
 
     /// Takes these ports' links down: what is offered to them from now on is lost.
@@ -386,7 +432,11 @@ impl<M: Copy> Sockets<M> {
 
     /// Moves connection `c`'s packets, both ways, onto `path` (a re-plan of the fabric).
     pub fn set_path(&mut self, c: ConnId, path: u8) {
-        self.conns[c.index()].core = [path, path];
+        let plan = &mut self.planned[c.index()];
+        plan.core = [path, path];
+        if plan.slot != Slot::CLOSED {
+            self.conns[plan.slot.index()].core = [path, path];
+        }
     }
 
     /// The fabric.
@@ -401,7 +451,7 @@ impl<M: Copy> Sockets<M> {
         Targets {
             ports: self.fabric.ports.iter().map(|p| p.name.clone()).collect(),
             senders: self
-                .conns
+                .planned
                 .iter()
                 .flat_map(|c| [(c.hosts[0], c.hosts[1]), (c.hosts[1], c.hosts[0])])
                 .map(|(from, to)| format!("{}->{}", host(from), host(to)))
@@ -438,9 +488,10 @@ impl<M: Copy> Sockets<M> {
         (bytes, f.ports[p as usize].drops)
     }
 
-    /// TCP sender `s` of [`Sockets::targets`].
-    pub fn sender(&self, s: u32) -> &Sender {
-        &self.conns[s as usize / 2].ep[s as usize % 2].snd
+    /// TCP sender `s` of [`Sockets::targets`] (opening its connection: a trace samples it).
+    pub fn sender(&mut self, s: u32) -> &Sender {
+        let slot = self.open(ConnId(s / 2));
+        &self.conns[slot.index()].ep[s as usize % 2].snd
     }
 
     /// Drops these data segments on purpose.
@@ -451,17 +502,18 @@ impl<M: Copy> Sockets<M> {
     /// `end` of connection `c` writes a message of `bytes`, delivered whole to the other end.
     pub fn send<A>(&mut self, q: &mut EventQueue<Ev<A>>, c: ConnId, end: End, bytes: u64, msg: M) {
         let now = q.now();
-        let conn = &mut self.conns[c.index()];
+        let slot = self.open(c);
+        let conn = &mut self.conns[slot.index()];
         let ep = &mut conn.ep[end.index()];
         ep.snd.write(now, bytes);
         conn.msgs[end.index()].push_back((ep.snd.write_seq(), msg));
-        self.pump(q, c, end);
+        self.pump(q, slot, end);
     }
 
     /// A TCP endpoint's timer event.
     pub fn on_timer<A>(&mut self, q: &mut EventQueue<Ev<A>>, ep: EndpointId) {
         let now = q.now();
-        let (c, end) = (ep.conn(), ep.end());
+        let (c, end) = (ep.slot(), ep.end());
         let conn = &mut self.conns[c.index()];
         if conn.wakeup[end.index()] == now {
             conn.wakeup[end.index()] = Nanos::MAX;
@@ -475,7 +527,7 @@ impl<M: Copy> Sockets<M> {
     /// The first frame on its way from `port` arrives; the next one takes its place in the
     /// queue before anything the arrival causes is scheduled. At a switch it is forwarded; at
     /// a host TCP takes it, and the caller reads the messages it completed
-    /// ([`Sockets::next_message`]) and then lets the end answer ([`Sockets::pump`]).
+    /// ([`Sockets::next_message`]) and then lets the end answer.
     #[inline]
     pub fn arrive<A>(&mut self, q: &mut EventQueue<Ev<A>>, port: u32) -> Option<Received> {
         let flights = &mut self.flights[port as usize];
@@ -513,10 +565,10 @@ impl<M: Copy> Sockets<M> {
             return;
         };
         if let Some(f) = flights.get(1) {
-            prefetch(&self.conns[f.pkt.conn.index()]);
+            prefetch(&self.conns[f.pkt.slot.index()]);
         }
         let next = &flights[0].pkt;
-        let conn = &self.conns[next.conn.index()];
+        let conn = &self.conns[next.slot.index()];
         let sack_start = (next.nsack > 0).then(|| next.sack_blocks()[0].0);
         conn.ep[next.from.peer().index()].snd.prefetch_for_ack(sack_start);
         if let Some(m) = conn.msgs[next.from.index()].front() {
@@ -541,12 +593,13 @@ impl<M: Copy> Sockets<M> {
     fn receive(&mut self, now: Nanos, p: Packet) -> Received {
         let end = p.from.peer();
         let has_data = p.len > 0;
-        let ep = &mut self.conns[p.conn.index()].ep[end.index()];
+        let conn = &mut self.conns[p.slot.index()];
+        let ep = &mut conn.ep[end.index()];
         ep.snd.on_ack(now, p.ack, &p.sack_blocks()[..p.nsack as usize], has_data);
         if has_data {
             ep.rcv.on_segment(now, p.start, p.end());
         }
-        Received { conn: p.conn, end, len: p.len }
+        Received { conn: conn.id, end, slot: p.slot, len: p.len }
     }
 
     /// The next message complete at the receiving end of `rx`, if any.
@@ -554,7 +607,7 @@ impl<M: Copy> Sockets<M> {
         if rx.len == 0 {
             return None;
         }
-        let conn = &mut self.conns[rx.conn.index()];
+        let conn = &mut self.conns[rx.slot.index()];
         let rcv = &mut conn.ep[rx.end.index()].rcv;
         let msgs = &mut conn.msgs[rx.end.peer().index()];
         match msgs.front() {
@@ -568,7 +621,7 @@ impl<M: Copy> Sockets<M> {
     }
 
     /// Sends whatever `end` of `c` may send now, an ACK if one is due, and re-arms its timer.
-    pub fn pump<A>(&mut self, q: &mut EventQueue<Ev<A>>, c: ConnId, end: End) {
+    fn pump<A>(&mut self, q: &mut EventQueue<Ev<A>>, c: Slot, end: End) {
         let now = q.now();
         let mut txbuf = std::mem::take(&mut self.txbuf);
         txbuf.clear();
@@ -598,7 +651,7 @@ impl<M: Copy> Sockets<M> {
 
     /// Puts one segment of `end` of `c` on its host's link: data `[start, end)` (empty for a
     /// pure ACK), carrying the endpoint's current acknowledgement.
-    fn emit<A>(&mut self, q: &mut EventQueue<Ev<A>>, c: ConnId, from: End, start: u64, end: u64, retransmit: bool) {
+    fn emit<A>(&mut self, q: &mut EventQueue<Ev<A>>, c: Slot, from: End, start: u64, end: u64, retransmit: bool) {
         let conn = &mut self.conns[c.index()];
         let ep = &mut conn.ep[from.index()];
         let mut sack = [(0u64, 0u64); 3];
@@ -612,12 +665,12 @@ impl<M: Copy> Sockets<M> {
         if end > start && !retransmit {
             let index = conn.originals[from.index()];
             conn.originals[from.index()] += 1;
-            if self.drops.contains(&SegmentDrop { conn: c, end: from, index }) {
+            if self.drops.contains(&SegmentDrop { conn: conn.id, end: from, index }) {
                 return;
             }
         }
         let pkt = Packet {
-            conn: c,
+            slot: c,
             from,
             core: conn.core[from.index()],
             nsack: nsack as u8,
@@ -637,13 +690,13 @@ impl<M: Copy> Sockets<M> {
         match offer(&mut self.fabric.ports, &mut self.fabric.pools, port, now, pkt.frame) {
             Admission::Sent { arrival_ns } => {
                 if let Some(c) = self.capture.as_mut().filter(|c| c.index[port as usize] != u32::MAX) {
-                    let conn = &self.conns[pkt.conn.index()];
+                    let conn = &self.conns[pkt.slot.index()];
                     c.frames.push(CapturedFrame {
                         // A tap on the link sees the frame when its transmission ends.
                         t_ns: arrival_ns - self.fabric.ports[port as usize].delay_ns,
                         port: c.index[port as usize],
                         hosts: (conn.hosts[pkt.from.index()], pkt.dst),
-                        conn: pkt.conn.index() as u32,
+                        conn: conn.id.0,
                         from_opener: pkt.from == End::Opener,
                         seq: pkt.start,
                         len: pkt.len,
@@ -698,7 +751,8 @@ impl<M: Copy> Sockets<M> {
             scheduler_events: q.popped(),
             packets: self.packets,
             simulated_s: q.now() as f64 / NS_PER_S as f64,
-            connections: self.conns.len() as u64,
+            connections: self.planned.len() as u64,
+            connections_open: self.conns.len() as u64,
             connection_bytes: self.conns.iter().map(Conn::bytes).sum::<usize>() as u64,
         }
     }

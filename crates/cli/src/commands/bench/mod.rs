@@ -131,6 +131,7 @@ fn run_case(dir: &Path, case: &Case) -> anyhow::Result<()> {
             "scheduler_events": w.scheduler_events,
             "simulated_s": w.simulated_s,
             "connections": w.connections,
+            "connections_open": w.connections_open,
             "connection_bytes": w.connection_bytes,
             "peak_mib": peak_rss_mib(),
             "mean_latency_ms": out.report.latency_ms.mean,

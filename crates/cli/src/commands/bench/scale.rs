@@ -57,10 +57,11 @@ pub(super) fn bench_scale(scenarios: &Path, repeat: u32) -> anyhow::Result<()> {
     let baseline = best_queue_baseline(repeat);
     println!("\nscale series (scenarios/bench/scale.toml, one thread); bare queue {:.2} M sched. ev/s", baseline / 1e6);
     println!(
-        "{:<12} {:>4} {:>7} {:>8} {:>7} {:>12} {:>11} {:>8} {:>8} {:>8} {:>7}",
+        "{:<12} {:>4} {:>7} {:>7} {:>8} {:>7} {:>12} {:>11} {:>8} {:>8} {:>8} {:>7}",
         "shape",
         "N",
         "conns",
+        "used",
         "sim. ms",
         "wall s",
         "sched. ev/s",
@@ -79,21 +80,23 @@ pub(super) fn bench_scale(scenarios: &Path, repeat: u32) -> anyhow::Result<()> {
             let rate = get("scheduler_events") / wall;
             let first = *first.get_or_insert(rate);
             println!(
-                "{:<12} {n:>4} {:>7.0} {:>8.1} {wall:>7.2} {rate:>12.0} {:>11.0} {:>7.3}x {:>7.3}x {:>8.0} {:>7.0}",
+                "{:<12} {n:>4} {:>7.0} {:>7.0} {:>8.1} {wall:>7.2} {rate:>12.0} {:>11.0} {:>7.3}x {:>7.3}x {:>8.0} {:>7.0}",
                 shape.name(),
                 get("connections"),
+                get("connections_open"),
                 get("simulated_s") * 1e3,
                 get("packets") / wall,
                 rate / baseline,
                 rate / first,
                 get("peak_mib"),
-                get("connection_bytes") / get("connections"),
+                get("connection_bytes") / get("connections_open"),
             );
         }
     }
     println!(
-        "\n'vs N=25': scheduler events per second over the same shape's at N = 25; 'B/conn': bytes of TCP\n\
-         state per connection (structure and queues at their largest), the mean over connections."
+        "\n'vs N=25': scheduler events per second over the same shape's at N = 25; 'used': connections that\n\
+         carried traffic (the simulator makes a connection's state on first use); 'B/conn': bytes of TCP\n\
+         state per used connection (structure and queues at their largest), the mean over them."
     );
     Ok(())
 }
