@@ -534,6 +534,9 @@ impl<M: Copy> Sockets<M> {
         let f = flights.pop_front().expect("an arrival event stands for a frame on its way");
         if let Some(next) = flights.front() {
             q.schedule_at(next.arrival, next.place, Ev::Arrive { port });
+            if let Some(f) = flights.get(2) {
+                prefetch(f);
+            }
             if self.prefetch {
                 self.prefetch_for(port);
             }
@@ -557,9 +560,6 @@ impl<M: Copy> Sockets<M> {
     #[inline(never)]
     fn prefetch_for(&self, port: u32) {
         let flights = &self.flights[port as usize];
-        if let Some(f) = flights.get(2) {
-            prefetch(f);
-        }
         let Vertex::Host(_) = self.fabric.peer[port as usize] else {
             self.prefetch_route(port, flights);
             return;
