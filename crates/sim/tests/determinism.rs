@@ -75,3 +75,35 @@ fn edge_hosts_and_rate_limited_daqrings_give_identical_reports() {
     };
     assert_eq!(run(), run());
 }
+
+/// A connection's state is made when it is first used, as the handshake would have left it:
+/// a run that makes every connection at the start (a trace of every sender samples them all
+/// at 0) is the same run as one that makes only those it uses, when it uses them.
+#[test]
+fn connections_made_on_first_use_give_the_run_of_connections_made_up_front() {
+    use daqnet_core::trace::{PortSample, TcpSample, TraceSink, TraceSpec};
+    struct Discard;
+    impl TraceSink for Discard {
+        fn names(&mut self, _: &[String], _: &[String]) {}
+        fn batch(&mut self, _: &[PortSample], _: &[TcpSample]) {}
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/bench/scale.toml");
+    // 20 nodes, 6 events in all: most node's connections never carry an event.
+    let sets = ["system.readout_units=20", "system.nodes=20", "run.events=5", "run.warmup_events=1"].map(String::from);
+    let s = load(&path, &sets).unwrap();
+    let report = |out: daqnet_sim::SimOutput| {
+        let work = out.report.sim_work.clone().unwrap();
+        let mut v = serde_json::to_value(&out.report).unwrap();
+        let o = v.as_object_mut().unwrap();
+        for k in ["wall_s", "sim_events_per_s", "sim_work"] {
+            o.remove(k);
+        }
+        (v, work.connections, work.connections_open, work.scheduler_events)
+    };
+    let lazy = report(simulate(&s, "scale", SimOptions::default()));
+    let spec: TraceSpec = "cwnd=*->*,every=1s".parse().unwrap();
+    let eager = report(simulate(&s, "scale", SimOptions { trace: Some((spec, &mut Discard)), ..Default::default() }));
+    assert_eq!((lazy.1, lazy.2), (400, 6 * 20), "only the six nodes given an event use their connections");
+    assert_eq!((eager.1, eager.2), (400, 400), "the trace made every connection at the start");
+    assert_eq!((&lazy.0, lazy.3), (&eager.0, eager.3), "the same run, to the scheduler event");
+}
