@@ -662,6 +662,9 @@ impl<M: Copy> Sockets<M> {
             self.dup_acks += 1;
         }
         conn.last_ack[from.index()] = ack;
+        if end > start {
+            ep.rcv.on_data_sent(q.now());
+        }
         if end > start && !retransmit {
             let index = conn.originals[from.index()];
             conn.originals[from.index()] += 1;

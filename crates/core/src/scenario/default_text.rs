@@ -94,6 +94,7 @@ dupack_threshold = 3
 delayed_ack = true
 delayed_ack_ns = "40ms"          # capped at min_rto_ns / 2
 quickack_segments = 16
+pingpong = false                 # interactive delayed ACKs: an end that replies within 40 ms holds short-segment ACKs
 limited_transmit = true
 slow_start_after_idle = true
 rack = true                      # RACK loss detection, also of lost retransmissions (needs sack)

@@ -439,6 +439,13 @@ pub struct TcpConfig {
     /// Segments acknowledged at once after a connection starts or sees out-of-order data
     /// (Linux quick-ACK mode: 16).
     pub quickack_segments: u32,
+    /// Linux's interactive ("ping-pong") mode of delayed ACKs: an end that sends data within
+    /// the delayed-ACK time of the data it last received (a collector's next request after a
+    /// response) turns interactive (`tcp_event_data_sent`, `tcp_pingpong_thresh` = 1). Then it
+    /// takes no quick ACKs, and a short segment it reads is not acknowledged at once but by its
+    /// next data or the delayed-ACK timer (`__tcp_cleanup_rbuf`); the timer firing, or a
+    /// duplicate segment, ends the mode.
+    pub pingpong: bool,
     /// Limited transmit (RFC 3042): send new data on the first two duplicate ACKs.
     pub limited_transmit: bool,
     /// Restart from at most the initial window after an idle period longer than the RTO
@@ -655,6 +662,7 @@ impl Default for TcpConfig {
             delayed_ack: true,
             delayed_ack_ns: 40_000_000,
             quickack_segments: 16,
+            pingpong: false,
             limited_transmit: true,
             slow_start_after_idle: true,
             rack: true,

@@ -57,6 +57,8 @@ pub struct TcpParams {
     pub delayed_ack_ns: Nanos,
     /// Quick-ACK budget, segments.
     pub quickack: u32,
+    /// Interactive (ping-pong) mode of delayed ACKs on.
+    pub pingpong: bool,
     /// Limited transmit on.
     pub limited_transmit: bool,
     /// Slow start after idle on.
@@ -87,6 +89,7 @@ impl TcpParams {
             delayed_ack: c.delayed_ack,
             delayed_ack_ns: c.delayed_ack_ns.min(c.min_rto_ns / 2).max(1),
             quickack: c.quickack_segments,
+            pingpong: c.pingpong,
             limited_transmit: c.limited_transmit,
             slow_start_after_idle: c.slow_start_after_idle,
             rack: c.rack && c.sack,

@@ -36,6 +36,15 @@ pub struct Receiver {
     delack_ns: Nanos,
     tick: super::tick::TimerTick,
     quickack: u32,
+    /// Interactive mode may start ([`TcpParams::pingpong`]).
+    pingpong: bool,
+    /// Interactive (Linux `inet_csk_in_pingpong_mode`).
+    interactive: bool,
+    /// Jiffy of the last in-order data received (Linux `icsk_ack.lrcvtime`).
+    lrcvtime: Option<u64>,
+    /// Short segments received since the last ACK, at most 2 (Linux `ICSK_ACK_PUSHED`,
+    /// `ICSK_ACK_PUSHED2`).
+    pushed: u8,
 }
 
 impl Receiver {
@@ -61,6 +70,10 @@ impl Receiver {
             delack_ns: p.delayed_ack_ns,
             tick: p.tick,
             quickack: p.quickack,
+            pingpong: p.pingpong,
+            interactive: false,
+            lrcvtime: None,
+            pushed: 0,
         }
     }
 
@@ -108,6 +121,8 @@ impl Receiver {
             // A retransmission of data we have: acknowledge at once (Linux forces an ACK) and
             // report the duplicate.
             self.dsack = Some((start, end));
+            // `tcp_enter_quickack_mode` also ends interactive mode.
+            self.interactive = false;
             self.ack_now_quick();
             return;
         }
@@ -117,6 +132,11 @@ impl Receiver {
             return;
         }
         let had_hole = !self.ooo.is_empty();
+        // `tcp_event_data_recv` and its `tcp_measure_rcv_mss`.
+        self.lrcvtime = Some(self.tick.jiffies(now));
+        if end - start < self.mss as u64 {
+            self.pushed = (self.pushed + 1).min(2);
+        }
         self.rcv_nxt = end;
         // Pull in out-of-order data that is now contiguous.
         let mut consumed = 0;
@@ -136,7 +156,8 @@ impl Receiver {
         } else if !self.delayed_ack || self.rcv_nxt - self.rcv_wup > self.mss as u64 {
             // More than one full segment unacknowledged: every second segment is ACKed.
             self.urgency = AckUrgency::Now;
-        } else if self.quick > 0 {
+        } else if self.quick > 0 && !self.interactive {
+            // `tcp_in_quickack_mode`: never while interactive.
             self.quick -= 1;
             self.urgency = AckUrgency::Now;
         } else if self.urgency == AckUrgency::None {
@@ -146,12 +167,22 @@ impl Receiver {
     }
 
     /// The application read a complete message whose last segment was `last_len` bytes: like
-    /// Linux's `tcp_cleanup_rbuf`, ACK at once if more than a segment is unacknowledged or the
-    /// message ended with a short (pushed) segment.
+    /// Linux's `__tcp_cleanup_rbuf`, ACK at once if more than a segment is unacknowledged or the
+    /// message ended with a short (pushed) segment; while interactive, only if two short
+    /// segments arrived since the last ACK (`ICSK_ACK_PUSHED2`).
     pub fn on_app_read(&mut self, last_len: u32) {
-        if self.urgency == AckUrgency::Delayed && (self.rcv_nxt - self.rcv_wup > self.mss as u64 || last_len < self.mss)
-        {
+        let pushed = if self.interactive { self.pushed >= 2 } else { last_len < self.mss };
+        if self.urgency == AckUrgency::Delayed && (self.rcv_nxt - self.rcv_wup > self.mss as u64 || pushed) {
             self.urgency = AckUrgency::Now;
+        }
+    }
+
+    /// This end sent data at `now` (Linux `tcp_event_data_sent`): within the delayed-ACK time
+    /// of the data it last received, it turns interactive.
+    pub fn on_data_sent(&mut self, now: Nanos) {
+        let ato = self.delack_ns.div_ceil(self.tick.jiffy_ns());
+        if self.pingpong && self.lrcvtime.is_some_and(|t| self.tick.jiffies(now) - t < ato) {
+            self.interactive = true;
         }
     }
 
@@ -161,6 +192,8 @@ impl Receiver {
             self.delack_deadline = None;
             if self.urgency == AckUrgency::Delayed {
                 self.urgency = AckUrgency::Now;
+                // `tcp_delack_timer_handler`: a delayed ACK missed ends interactive mode.
+                self.interactive = false;
             }
         }
     }
@@ -168,6 +201,7 @@ impl Receiver {
     /// An ACK (pure or on a data segment) carrying [`Receiver::ack_fields`] was sent.
     pub fn on_ack_sent(&mut self) {
         self.rcv_wup = self.rcv_nxt;
+        self.pushed = 0;
         self.dsack = None;
         self.urgency = AckUrgency::None;
         self.delack_deadline = None;
@@ -265,6 +299,84 @@ mod tests {
         r.on_segment(5, 1000, 2000);
         assert_eq!(r.urgency(), AckUrgency::Now, "filling the hole is acknowledged at once");
         assert_eq!(fields(&r), (5000, vec![(6000, 7000)]));
+    }
+
+    fn interactive_rx() -> Receiver {
+        let c = TcpConfig { pingpong: true, timer_hz: 0, ..Default::default() };
+        Receiver::new(&TcpParams::from_config(&c, 1000))
+    }
+
+    const MS: Nanos = 1_000_000;
+
+    /// `tcp_event_data_sent`: data sent within the delayed-ACK time (`ato`, 40 ms) of the last
+    /// data received turns the end interactive; then `__tcp_cleanup_rbuf` does not acknowledge
+    /// a short segment when it is read: the ACK waits for the next data or the timer.
+    #[test]
+    fn a_reply_within_the_delayed_ack_time_makes_the_end_hold_a_short_segments_ack() {
+        let mut r = interactive_rx();
+        r.on_segment(0, 0, 300);
+        r.on_data_sent(39 * MS);
+        r.on_ack_sent();
+        r.on_segment(50 * MS, 300, 600);
+        assert_eq!(r.urgency(), AckUrgency::Delayed, "no quick ACK while interactive");
+        r.on_app_read(300);
+        assert_eq!(r.urgency(), AckUrgency::Delayed, "held for the next data or the timer");
+        assert_eq!(r.delack_deadline(), Some(90 * MS));
+    }
+
+    #[test]
+    fn a_reply_after_the_delayed_ack_time_leaves_the_end_as_it_was() {
+        let mut r = interactive_rx();
+        r.on_segment(0, 0, 300);
+        r.on_data_sent(41 * MS);
+        r.on_ack_sent();
+        r.on_segment(50 * MS, 300, 600);
+        assert_eq!(r.urgency(), AckUrgency::Now, "still in quick-ACK mode");
+        let mut off = rx(0);
+        off.on_segment(0, 0, 300);
+        off.on_data_sent(MS);
+        off.on_ack_sent();
+        off.on_segment(50 * MS, 300, 600);
+        off.on_app_read(300);
+        assert_eq!(off.urgency(), AckUrgency::Now, "without ping-pong mode: acknowledged when read");
+    }
+
+    /// `tcp_measure_rcv_mss` sets `ICSK_ACK_PUSHED2` on a second short segment before an ACK, and
+    /// `__tcp_cleanup_rbuf` acknowledges it when read, interactive or not.
+    #[test]
+    fn two_short_segments_since_the_last_ack_are_acknowledged_when_read() {
+        let mut r = interactive_rx();
+        r.on_segment(0, 0, 300);
+        r.on_data_sent(MS);
+        r.on_ack_sent();
+        r.on_segment(2 * MS, 300, 600);
+        r.on_app_read(300);
+        assert_eq!(r.urgency(), AckUrgency::Delayed);
+        r.on_segment(3 * MS, 600, 900);
+        r.on_app_read(300);
+        assert_eq!(r.urgency(), AckUrgency::Now);
+    }
+
+    /// `tcp_delack_timer_handler`: a delayed ACK the timer had to send ends interactive mode,
+    /// and `tcp_enter_quickack_mode` (a duplicate segment) does too.
+    #[test]
+    fn the_delayed_ack_timer_or_a_duplicate_segment_ends_interactive_mode() {
+        for end_it in ["timer", "duplicate"] {
+            let mut r = interactive_rx();
+            r.on_segment(0, 0, 300);
+            r.on_data_sent(MS);
+            r.on_ack_sent();
+            r.on_segment(2 * MS, 300, 600);
+            match end_it {
+                "timer" => r.on_timer(42 * MS),
+                _ => r.on_segment(43 * MS, 0, 300),
+            }
+            assert_eq!(r.urgency(), AckUrgency::Now, "{end_it}");
+            r.on_ack_sent();
+            r.on_segment(44 * MS, 600, 900);
+            r.on_app_read(300);
+            assert_eq!(r.urgency(), AckUrgency::Now, "{end_it}: no longer interactive");
+        }
     }
 
     #[test]

@@ -54,6 +54,12 @@ impl TimerTick {
         }
     }
 
+    /// The host's tick count at `now` (Linux `jiffies`; 1 ms ticks for exact timers).
+    pub fn jiffies(&self, now: Nanos) -> u64 {
+        let t = self.jiffy_ns();
+        (now + (t - self.phase_ns) % t) / t
+    }
+
     /// When a timer armed at `now` for `timeout` ns fires.
     pub fn deadline(&self, now: Nanos, timeout: Nanos) -> Nanos {
         let t = self.tick_ns;
