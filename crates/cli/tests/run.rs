@@ -172,6 +172,7 @@ fn fault_8ro_2coll(name: &str, role: &str, sig: &str) -> Value {
     accounted(&r, 3000);
     let faults = r["faults"].as_array().unwrap_or_else(|| panic!("no faults in {r}"));
     assert_eq!(faults[0]["role"], role, "the failed role is named first: {faults:?}");
+    assert!(out.contains("error: fault at") && out.contains(role), "quiet, yet it says why it failed: {out}");
     for (role, pid) in pids {
         assert!(gone(pid), "{role} (pid {pid}) survived the run");
     }
@@ -357,6 +358,7 @@ fn a_corrupted_payload_is_detected_and_reported() {
     let o =
         daqnet(&["run", "scenarios/run/atlas-small.toml", "--corrupt", "2:17", "-q", "--out", dir.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("error: fault") && text(&o).contains("payload differs"), "{}", text(&o));
     let r = report(&dir);
     assert_eq!(u(&r["events_built"]), 199);
     assert_eq!(u(&r["events_not_built"]["lost"]), 1);

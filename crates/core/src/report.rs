@@ -822,6 +822,24 @@ impl RunReport {
         }
     }
 
+    /// Each fault on one line: when, which role (and who noticed), why, the events it lost.
+    pub fn fault_lines(&self) -> Vec<String> {
+        let line = |f: &FaultRecord| {
+            let lost = match f.lost_events.len() {
+                0 => String::new(),
+                n if n <= 8 => format!("; lost events {:?}", f.lost_events),
+                n => format!("; {n} lost events, first {:?}", &f.lost_events[..8]),
+            };
+            let by = if f.noticed_by.is_empty() || f.noticed_by == f.role {
+                String::new()
+            } else {
+                format!(" (noticed by {})", f.noticed_by)
+            };
+            format!("at {:.3} s, {}{by}: {}{lost}", f.at_s, f.role, f.reason)
+        };
+        self.faults.iter().map(line).collect()
+    }
+
     /// A human-readable summary table.
     pub fn summary_table(&self) -> String {
         let l = &self.latency_ms;
@@ -982,18 +1000,8 @@ impl RunReport {
                 ),
             );
         }
-        for f in &self.faults {
-            let lost = match f.lost_events.len() {
-                0 => String::new(),
-                n if n <= 8 => format!("; lost events {:?}", f.lost_events),
-                n => format!("; {n} lost events, first {:?}", &f.lost_events[..8]),
-            };
-            let by = if f.noticed_by.is_empty() || f.noticed_by == f.role {
-                String::new()
-            } else {
-                format!(" (noticed by {})", f.noticed_by)
-            };
-            row("fault", format!("at {:.3} s, {}{by}: {}{lost}", f.at_s, f.role, f.reason));
+        for f in self.fault_lines() {
+            row("fault", f);
         }
         let speed = self.sim_events_per_s.map(|e| format!(" ({e:.0} events/s)")).unwrap_or_default();
         row("wall time", format!("{:.2} s{speed}", self.wall_s));

@@ -123,6 +123,22 @@ pub fn load_run_scenario(path: &Path, sets: &[String]) -> anyhow::Result<Scenari
 
 /// Prints `text` on stdout; a closed stdout (the reader went away) is not an error worth dying
 /// of, so it is ignored.
+/// What a quiet (`-q`) real or testbed run still says when it fails (exit status `code` ≠ 0):
+/// its faults, or where its report is, on standard error — a quiet run prints only errors, but
+/// never fails in silence.
+pub fn say_failure(quiet: bool, code: i32, report: &daqnet_core::report::RunReport, path: &Path) {
+    if !quiet || code == 0 {
+        return;
+    }
+    let faults = report.fault_lines();
+    if faults.is_empty() {
+        eprintln!("error: the run ended with exit status {code}; its report: {}", path.display());
+    }
+    for f in faults {
+        eprintln!("error: fault {f}");
+    }
+}
+
 pub fn print_lines(text: &str) {
     use std::io::Write;
     let mut out = std::io::stdout();

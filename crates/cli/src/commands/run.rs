@@ -135,6 +135,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if !a.quiet {
         super::print_lines(&format!("{}  {:<26} {}\n", run.report.summary_table(), "report", run.path.display()));
     }
+    super::say_failure(a.quiet, run.code, &run.report, &run.path);
     Ok(ExitCode::from(run.code as u8))
 }
 

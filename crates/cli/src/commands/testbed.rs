@@ -263,6 +263,7 @@ pub fn run(a: TestbedArgs) -> anyhow::Result<ExitCode> {
                 eprintln!("interrupted: the testbed has been removed; the report covers the run until then");
                 return Ok(ExitCode::from(130));
             }
+            super::say_failure(r.quiet, done.exit_code, &done.report, &r.out.join("report.json"));
             Ok(ExitCode::from(done.exit_code.clamp(0, 255) as u8))
         }
     }
