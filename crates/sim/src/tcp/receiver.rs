@@ -301,22 +301,25 @@ mod tests {
         assert_eq!(fields(&r), (5000, vec![(6000, 7000)]));
     }
 
-    fn interactive_rx() -> Receiver {
-        let c = TcpConfig { pingpong: true, timer_hz: 0, ..Default::default() };
-        Receiver::new(&TcpParams::from_config(&c, 1000))
-    }
-
     const MS: Nanos = 1_000_000;
+
+    /// A receiver (with ping-pong mode or not) that got a short segment at 0, sent data at
+    /// `reply_at` and has just sent its ACK.
+    fn after_a_reply(pingpong: bool, reply_at: Nanos) -> Receiver {
+        let c = TcpConfig { pingpong, timer_hz: 0, ..Default::default() };
+        let mut r = Receiver::new(&TcpParams::from_config(&c, 1000));
+        r.on_segment(0, 0, 300);
+        r.on_data_sent(reply_at);
+        r.on_ack_sent();
+        r
+    }
 
     /// `tcp_event_data_sent`: data sent within the delayed-ACK time (`ato`, 40 ms) of the last
     /// data received turns the end interactive; then `__tcp_cleanup_rbuf` does not acknowledge
     /// a short segment when it is read: the ACK waits for the next data or the timer.
     #[test]
     fn a_reply_within_the_delayed_ack_time_makes_the_end_hold_a_short_segments_ack() {
-        let mut r = interactive_rx();
-        r.on_segment(0, 0, 300);
-        r.on_data_sent(39 * MS);
-        r.on_ack_sent();
+        let mut r = after_a_reply(true, 39 * MS);
         r.on_segment(50 * MS, 300, 600);
         assert_eq!(r.urgency(), AckUrgency::Delayed, "no quick ACK while interactive");
         r.on_app_read(300);
@@ -326,16 +329,11 @@ mod tests {
 
     #[test]
     fn a_reply_after_the_delayed_ack_time_leaves_the_end_as_it_was() {
-        let mut r = interactive_rx();
-        r.on_segment(0, 0, 300);
-        r.on_data_sent(41 * MS);
-        r.on_ack_sent();
+        let mut r = after_a_reply(true, 41 * MS);
         r.on_segment(50 * MS, 300, 600);
         assert_eq!(r.urgency(), AckUrgency::Now, "still in quick-ACK mode");
-        let mut off = rx(0);
-        off.on_segment(0, 0, 300);
-        off.on_data_sent(MS);
-        off.on_ack_sent();
+        let mut off = after_a_reply(false, MS);
+        off.quick = 0;
         off.on_segment(50 * MS, 300, 600);
         off.on_app_read(300);
         assert_eq!(off.urgency(), AckUrgency::Now, "without ping-pong mode: acknowledged when read");
@@ -345,10 +343,7 @@ mod tests {
     /// `__tcp_cleanup_rbuf` acknowledges it when read, interactive or not.
     #[test]
     fn two_short_segments_since_the_last_ack_are_acknowledged_when_read() {
-        let mut r = interactive_rx();
-        r.on_segment(0, 0, 300);
-        r.on_data_sent(MS);
-        r.on_ack_sent();
+        let mut r = after_a_reply(true, MS);
         r.on_segment(2 * MS, 300, 600);
         r.on_app_read(300);
         assert_eq!(r.urgency(), AckUrgency::Delayed);
@@ -362,10 +357,7 @@ mod tests {
     #[test]
     fn the_delayed_ack_timer_or_a_duplicate_segment_ends_interactive_mode() {
         for end_it in ["timer", "duplicate"] {
-            let mut r = interactive_rx();
-            r.on_segment(0, 0, 300);
-            r.on_data_sent(MS);
-            r.on_ack_sent();
+            let mut r = after_a_reply(true, MS);
             r.on_segment(2 * MS, 300, 600);
             match end_it {
                 "timer" => r.on_timer(42 * MS),
@@ -373,6 +365,7 @@ mod tests {
             }
             assert_eq!(r.urgency(), AckUrgency::Now, "{end_it}");
             r.on_ack_sent();
+            r.quick = 0;
             r.on_segment(44 * MS, 600, 900);
             r.on_app_read(300);
             assert_eq!(r.urgency(), AckUrgency::Now, "{end_it}: no longer interactive");
