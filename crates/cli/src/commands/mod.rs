@@ -121,8 +121,6 @@ pub fn load_run_scenario(path: &Path, sets: &[String]) -> anyhow::Result<Scenari
     daqnet_evb::load_run_scenario(path, sets)
 }
 
-/// Prints `text` on stdout; a closed stdout (the reader went away) is not an error worth dying
-/// of, so it is ignored.
 /// What a quiet (`-q`) real or testbed run still says when it fails (exit status `code` ≠ 0):
 /// its faults, or where its report is, on standard error — a quiet run prints only errors, but
 /// never fails in silence.
@@ -139,6 +137,8 @@ pub fn say_failure(quiet: bool, code: i32, report: &daqnet_core::report::RunRepo
     }
 }
 
+/// Prints `text` on stdout; a closed stdout (the reader went away) is not an error worth dying
+/// of, so it is ignored.
 pub fn print_lines(text: &str) {
     use std::io::Write;
     let mut out = std::io::stdout();
