@@ -291,6 +291,34 @@ fn incast_32_with_a_shallow_buffer_has_rounds_held_up_by_the_200ms_rto() {
     assert!(f(&c0["drops"]) > 0.0);
 }
 
+#[test]
+fn the_supervisors_assignments_skip_a_full_collector_port() {
+    let _g = serial();
+    if !root() {
+        return;
+    }
+    // atlas-mini at 100 Mb/s asking for whole events at once (192 credits): every collector
+    // port overflows. The simulator keeps the supervisor's messages off the data network. From
+    // an assignment to the start of its event as the supervisor learns it (the collector's
+    // latency taken from the time its built event is reported), the median over these 200
+    // events was 1.16 ms when assignments queued behind the port's data (2.4 ms over 500), and
+    // 0.37–0.39 ms with the control band.
+    let dir = out_dir("control-first");
+    let d = dir.display().to_string();
+    #[rustfmt::skip]
+    let o = daqnet(&["testbed", "run", "scenarios/testbed/atlas-mini.toml", "--events", "200", "--per-event", "-q",
+        "--out", &d, "--set", "network.readout_link_bps=100M", "--set", "network.node_link_bps=100M",
+        "--set", "system.supervisor.rate_hz=100", "--set", "system.credits_per_node=192",
+        "--set", "system.processing_time_ns=100000000"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(f(&report(&dir)["switch"]["drops"]) > 0.0, "no collector port overflowed");
+    let mut waits: Vec<f64> =
+        measured_events(&dir, &["start_ns", "assigned_ns"]).iter().map(|r| (r[0] - r[1]) / 1e6).collect();
+    waits.sort_by(f64::total_cmp);
+    let median = waits[waits.len() / 2];
+    assert!(median < 0.75, "assignments waited {median:.2} ms (median) behind the collectors' data");
+}
+
 /// The (time, bytes queued, drops so far) samples of a run's `trace-ports.parquet`.
 fn queue_trace(dir: &Path) -> Vec<(u64, u64, u64)> {
     use arrow_array::cast::AsArray;

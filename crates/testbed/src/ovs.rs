@@ -570,10 +570,10 @@ mod tests {
         assert_eq!(spine.queue_dev, format!("w{}", &leaf_end[1..]));
         let q = &spine.queue_dev;
         has(&format!(
-            "tc -n daqnet-t1-sw qdisc replace dev {q} root tbf rate 50000000bit burst 3076 limit 509136 overhead 24"
+            "tc -n daqnet-t1-sw qdisc replace dev {q} root handle 1: tbf rate 50000000bit burst 3076 limit 509136 overhead 24"
         ));
         let uplink = port(Bridge::Readout(daqnet_core::ReadoutId(0)), "p0-leaf0").queue_dev;
-        let nic = format!("dev {uplink} root tbf rate 50000000bit");
+        let nic = format!("dev {uplink} root handle 1: tbf rate 50000000bit");
         assert!(all.iter().any(|c| c.contains(&nic) && c.contains("limit 4194304")), "{nic}");
         // The wire ends pass frames across and take them off Open vSwitch's socket.
         let across = format!("w{}", &spine.dev[1..]);
