@@ -533,7 +533,7 @@ impl TestbedPlan {
                 let limit = switch_queue_limit(h.port_buffer_bytes, self.mtu_bytes);
                 v.push(shaper(sw, &h.short, h.link_bps, SWITCH_BURST_NS, limit, self.mtu_bytes));
                 if let Some(supervisor) = self.control_first().filter(|&ip| ip != h.ip) {
-                    v.extend(control_band(sw, &h.short, limit, supervisor));
+                    v.extend(control_band(sw, &h.short, limit, self.mtu_bytes, supervisor));
                 }
             }
         }
@@ -694,9 +694,13 @@ const CONTROL_QUEUE_BYTES: u64 = 1 << 20;
 /// collector 2.4 ms after they were sent (median; 90th percentile 4.5 ms, at most 21.5 ms),
 /// with the band 0.28 ms (at most 18.7 ms). A frame already taken from the queue for its tokens
 /// still goes first, so a control frame waits at most one frame time.
-fn control_band(sw: &str, dev: &str, limit_bytes: u64, supervisor: Ipv4Addr) -> Vec<Step> {
+fn control_band(sw: &str, dev: &str, limit_bytes: u64, mtu_bytes: u32, supervisor: Ipv4Addr) -> Vec<Step> {
+    // tbf takes its next frame out of htb to wait for tokens (htb peeks by dequeuing, where a
+    // bare bfifo keeps the frame counted), so the data queue holds one full frame less and the
+    // port as much as before (a trace of the port peaked one frame above its limit without it).
+    let data_limit = limit_bytes.saturating_sub(mtu_bytes as u64 + 14).max(mtu_bytes as u64 + 14);
     let (limit, control, source) =
-        (limit_bytes.to_string(), CONTROL_QUEUE_BYTES.to_string(), format!("{supervisor}/32"));
+        (data_limit.to_string(), CONTROL_QUEUE_BYTES.to_string(), format!("{supervisor}/32"));
     let tc = |args: &[&str]| run(&[&["tc", "-n", sw], args].concat());
     // htb's own rate stays far above the port's: the tbf above it shapes.
     let class = |id: &str, prio: &str| {
@@ -870,7 +874,7 @@ mod tests {
                 "tc -n daqnet-t1-sw class add dev c0 parent 10: classid 10:1 htb rate 100gbit quantum 1514 prio 0",
                 "tc -n daqnet-t1-sw class add dev c0 parent 10: classid 10:2 htb rate 100gbit quantum 1514 prio 1",
                 "tc -n daqnet-t1-sw qdisc add dev c0 parent 10:1 bfifo limit 1048576",
-                "tc -n daqnet-t1-sw qdisc add dev c0 parent 10:2 bfifo limit 197958",
+                "tc -n daqnet-t1-sw qdisc add dev c0 parent 10:2 bfifo limit 196444",
                 "tc -n daqnet-t1-sw filter add dev c0 parent 10: protocol ip prio 1 u32 match ip src 10.88.0.1/32 flowid 10:1",
             ],
             "the data keep the port's queue; the supervisor's frames skip it"
