@@ -687,7 +687,7 @@ pub fn simulated_backlog(backlog_bytes: u64, mtu_bytes: u32) -> u64 {
 const CONTROL_QUEUE_BYTES: u64 = 1 << 20;
 
 /// A strict-priority band for the supervisor's frames under a switch port's tbf (handle `1:`),
-/// its data keeping the port's queue of `limit_bytes`. The simulator keeps the supervisor's
+/// its data keeping what the port's queue of `limit_bytes` held (below). The simulator keeps the supervisor's
 /// messages off the data network (`system.supervisor.control_delay_ns`); on one bridge they
 /// waited behind the port's data, and at a collector's full port that decides when an event
 /// starts. Measured at atlas-mini's 192 credits (100 Mb/s, seed 6): assignments reached the
@@ -754,6 +754,17 @@ pub(crate) fn shaper(ns: &str, dev: &str, rate_bps: u64, burst_ns: u64, limit_by
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The programs `p` runs, each as one line.
+    fn commands(p: &TestbedPlan) -> Vec<String> {
+        p.steps()
+            .iter()
+            .filter_map(|s| match s {
+                Step::Run(a) => Some(a.join(" ")),
+                _ => None,
+            })
+            .collect()
+    }
 
     fn incast() -> Scenario {
         daqnet_core::scenario::parse_str(
@@ -851,15 +862,7 @@ mod tests {
 
     #[test]
     fn the_supervisors_frames_go_first_at_every_switch_port_but_its_own() {
-        let p = TestbedPlan::new(&incast(), "t1").unwrap();
-        let all: Vec<String> = p
-            .steps()
-            .iter()
-            .filter_map(|s| match s {
-                Step::Run(a) => Some(a.join(" ")),
-                _ => None,
-            })
-            .collect();
+        let all = commands(&TestbedPlan::new(&incast(), "t1").unwrap());
         let at = |dev: &str| -> Vec<&str> {
             all.iter()
                 .filter(|c| c.starts_with("tc -n daqnet-t1-sw ") && c.contains(&format!(" dev {dev} ")))
@@ -889,14 +892,7 @@ mod tests {
         sc.network.switch.as_mut().unwrap().kind = SwitchKind::Daqring;
         let p = TestbedPlan::new(&sc, "t1").unwrap();
         assert!(p.daqring().is_some());
-        let all: Vec<String> = p
-            .steps()
-            .iter()
-            .filter_map(|s| match s {
-                Step::Run(a) => Some(a.join(" ")),
-                _ => None,
-            })
-            .collect();
+        let all = commands(&p);
         assert!(!all.iter().any(|c| c.contains("br0")), "no bridge");
         assert!(!all.iter().any(|c| c.starts_with("tc -n daqnet-t1-sw")), "the switch paces itself");
         let neigh = |ns: &str, ip: &str| {
