@@ -128,7 +128,7 @@ mod tests {
         let held = generate(9, &sizes, ReadoutId(3), event, corrupt, &mut Default::default());
         let mut body = BytesMut::new();
         for f in &held.fragments {
-            body.extend_from_slice(f);
+            body.extend_from_slice(&f.to_bytes());
         }
         let head = ResponseHead { event, readout: ReadoutId(3), node: NodeId(1), fragments: 12, bytes: held.bytes };
         (head, body.freeze(), sizes)
@@ -164,7 +164,7 @@ mod tests {
     fn fixed(event: u64) -> (Vec<Bytes>, FragmentSizes) {
         let sizes = FragmentSizes::new(FragmentSize::Fixed { bytes: 4000 }, 9, 4);
         let held = generate(9, &sizes, R3, EventId(event), false, &mut Default::default());
-        (held.fragments, sizes)
+        (held.fragments.iter().map(|f| f.to_bytes()).collect(), sizes)
     }
 
     fn verify_fixed(event: u64, fragments: &[Bytes], sizes: &FragmentSizes) -> Verdict {

@@ -4,7 +4,8 @@
 //! supervisor clears events when they are processed; a full buffer makes the generator wait
 //! (back-pressure), never drop.
 
-use super::buffer::{generate, Held, Recycler};
+use super::buffer::{generate, Held};
+use crate::payload::Template;
 use crate::role::RoleId;
 use crate::wire::{put_header, put_response_head, Message, ResponseHead, RESPONSE_HEAD_BYTES};
 use bytes::{Bytes, BytesMut};
@@ -54,7 +55,7 @@ pub struct ReadoutState {
     cleared_early: HashSet<EventId>,
     waiting: Vec<DataResponse>,
     collectors: HashSet<NodeId>,
-    pool: Recycler,
+    template: Template,
     corrupt: Vec<EventId>,
     stopped: bool,
     out: VecDeque<Output>,
@@ -84,7 +85,7 @@ impl ReadoutState {
             cleared_early: HashSet::new(),
             waiting: Vec::new(),
             collectors: HashSet::new(),
-            pool: Recycler::default(),
+            template: Template::default(),
             corrupt,
             stopped: false,
             out: VecDeque::new(),
@@ -126,10 +127,7 @@ impl ReadoutState {
 
     fn clear(&mut self, event: EventId) {
         match self.buffer.remove(&event) {
-            Some(h) => {
-                self.held_bytes -= h.bytes;
-                self.pool.give(h, self.capacity);
-            }
+            Some(h) => self.held_bytes -= h.bytes,
             None if event >= self.next_event => {
                 self.cleared_early.insert(event);
             }
@@ -170,7 +168,7 @@ impl ReadoutState {
         self.next_bytes = self.sizes.unit_bytes(self.next_event, self.me);
         if !self.cleared_early.remove(&event) {
             let corrupt = self.corrupt.contains(&event);
-            let h = generate(self.seed, &self.sizes, self.me, event, corrupt, &mut self.pool);
+            let h = generate(self.seed, &self.sizes, self.me, event, corrupt, &mut self.template);
             self.held_bytes += h.bytes;
             self.buffer.insert(event, h);
         }
@@ -242,9 +240,14 @@ fn response_frame(r: &DataResponse, me: ReadoutId, body: usize, held: &Held) -> 
     put_header(&mut head, Message::RESPONSE_KIND, body);
     let rh = ResponseHead { event: r.event, readout: me, node: r.node, fragments: r.fragments, bytes: r.bytes };
     put_response_head(&mut head, &rh);
-    let mut pieces = Vec::with_capacity(1 + held.fragments.len());
+    let mut pieces = Vec::with_capacity(1 + 2 * held.fragments.len());
     pieces.push(head.freeze());
-    pieces.extend(held.fragments.iter().cloned());
+    for f in &held.fragments {
+        pieces.push(f.own.clone());
+        if !f.rest.is_empty() {
+            pieces.push(f.rest.clone());
+        }
+    }
     pieces
 }
 
@@ -285,7 +288,8 @@ mod tests {
         s.generate_next();
         s.answer(130).unwrap();
         let Some(Output::Respond(NodeId(0), pieces)) = s.poll() else { panic!("a response") };
-        assert_eq!(pieces.len(), 3, "head and two fragments");
+        assert_eq!(pieces.len(), 5, "head, then each fragment's own bytes and the shared rest");
+        assert_eq!(pieces.iter().map(|p| p.len()).sum::<usize>(), 8 + RESPONSE_HEAD_BYTES + 2 * (24 + 1100));
     }
 
     #[test]
