@@ -29,6 +29,9 @@ pub const READOUT_PORT: u16 = 7100;
 /// port's rate is its line rate on the wire, as in the simulator.
 pub const WIRE_OVERHEAD_BYTES: u32 = 24;
 
+/// Linux `ETH_HLEN`: the Ethernet header, which `skb->len` counts (the FCS it does not).
+const ETH_HLEN: u32 = 14;
+
 /// Token-bucket depth of each switch output port, as time at the port's rate, in ns. It must
 /// hold a few frames: tbf sends the next frame from a timer, and with a one-frame bucket every
 /// late timer is lost rate (measured here: 1 frame → 0.58 Gb/s of 1 Gb/s; 128 µs → 0.93, the
@@ -308,7 +311,7 @@ impl TestbedPlan {
                 ),
             );
         }
-        let frame = n.mtu_bytes as u64 + 14;
+        let frame = (n.mtu_bytes + ETH_HLEN) as u64;
         if port_buffer_bytes != 0 && port_buffer_bytes < frame {
             bad(
                 "network.switch.buffer.port_bytes",
@@ -645,7 +648,7 @@ impl TestbedPlan {
         let routes = self.hosts.iter().enumerate().map(|(i, h)| Route { mac: h.mac(), port: i }).collect();
         let collectors: Vec<&Host> = self.hosts.iter().filter(|h| matches!(h.role, RoleId::Collector(_))).collect();
         let bucket = |h: &Host| (h.link_bps as u128 * SOFT_SWITCH_BURST_NS as u128 / 8 / 1_000_000_000) as u64;
-        let frame = (self.mtu_bytes + 14 + WIRE_OVERHEAD_BYTES) as u64;
+        let frame = (self.mtu_bytes + ETH_HLEN + WIRE_OVERHEAD_BYTES) as u64;
         SwitchConfig {
             ports,
             routes,
@@ -666,7 +669,8 @@ impl TestbedPlan {
 /// simulated one: 14 against 13 at incast-32's 20 kB, where the testbed then timed out 7 %
 /// less (3,108 against 2,883 timeouts at 100 Mb/s).
 pub fn switch_queue_limit(port_bytes: u64, mtu_bytes: u32) -> u64 {
-    let (frame, skb) = (mtu_bytes as u64 + 18, mtu_bytes as u64 + 14);
+    let skb = (mtu_bytes + ETH_HLEN) as u64;
+    let frame = skb + 4; // with the FCS
     (port_bytes.saturating_sub(frame) * skb / frame).max(skb)
 }
 
@@ -674,7 +678,8 @@ pub fn switch_queue_limit(port_bytes: u64, mtu_bytes: u32) -> u64 {
 /// [`switch_queue_limit`]): frames counted header to FCS, and one more on the wire while any
 /// wait, so that reported peaks and traced queues compare with the simulator's.
 pub fn simulated_backlog(backlog_bytes: u64, mtu_bytes: u32) -> u64 {
-    let (frame, skb) = (mtu_bytes as u64 + 18, mtu_bytes as u64 + 14);
+    let skb = (mtu_bytes + ETH_HLEN) as u64;
+    let frame = skb + 4; // with the FCS
     if backlog_bytes == 0 {
         0
     } else {
@@ -698,7 +703,8 @@ fn control_band(sw: &str, dev: &str, limit_bytes: u64, mtu_bytes: u32, superviso
     // tbf takes its next frame out of htb to wait for tokens (htb peeks by dequeuing, where a
     // bare bfifo keeps the frame counted), so the data queue holds one full frame less and the
     // port as much as before (a trace of the port peaked one frame above its limit without it).
-    let data_limit = limit_bytes.saturating_sub(mtu_bytes as u64 + 14).max(mtu_bytes as u64 + 14);
+    let skb = (mtu_bytes + ETH_HLEN) as u64;
+    let data_limit = limit_bytes.saturating_sub(skb).max(skb);
     let (limit, control, source) =
         (data_limit.to_string(), CONTROL_QUEUE_BYTES.to_string(), format!("{supervisor}/32"));
     let tc = |args: &[&str]| run(&[&["tc", "-n", sw], args].concat());
@@ -725,7 +731,7 @@ fn control_band(sw: &str, dev: &str, limit_bytes: u64, mtu_bytes: u32, superviso
 /// A tbf (handle `1:`) at `rate_bps` on the wire, with a bucket of `burst_ns` at that rate and a
 /// queue of `limit_bytes`, on `dev` in `ns`.
 pub(crate) fn shaper(ns: &str, dev: &str, rate_bps: u64, burst_ns: u64, limit_bytes: u64, mtu_bytes: u32) -> Step {
-    let frame = (mtu_bytes + 14 + WIRE_OVERHEAD_BYTES) as u64;
+    let frame = (mtu_bytes + ETH_HLEN + WIRE_OVERHEAD_BYTES) as u64;
     let burst = (rate_bps as u128 * burst_ns as u128 / 8 / 1_000_000_000) as u64;
     let burst = burst.max(2 * frame);
     run(&[
