@@ -13,8 +13,11 @@
 //! line of every fragment: 14 % of the machine's CPU time in the loopback bench, more than the
 //! collector's check (6 %).
 
+use crate::net::piece::{memory_file, InFile, Piece, FROM_FILE_MIN_BYTES};
 use daqnet_core::workload::mix;
 use daqnet_core::{EventId, ReadoutId};
+use std::fs::File;
+use std::sync::Arc;
 
 const PHI: u64 = 0x9e37_79b9_7f4a_7c15;
 
@@ -58,22 +61,29 @@ pub fn own_bytes(seed: u64, event: EventId, source: ReadoutId, index: u32) -> [u
 }
 
 /// The payload bytes every fragment shares, from the second word on; grown as longer
-/// fragments ask for it.
+/// fragments ask for it. Held in memory and, where the system has memory files, also in one,
+/// so TCP sends long slices of it without copying (see [`crate::net::piece`]).
 #[derive(Debug, Default)]
-pub struct Template(bytes::Bytes);
+pub struct Template {
+    bytes: bytes::Bytes,
+    file: Option<Arc<File>>,
+}
 
 impl Template {
     /// Bytes `8..len` of any payload `len` bytes long (empty when `len <= 8`).
-    pub fn rest(&mut self, len: usize) -> bytes::Bytes {
+    pub fn rest(&mut self, len: usize) -> Piece {
         if len <= OWN_BYTES {
-            return bytes::Bytes::new();
+            return Piece::default();
         }
-        if self.0.len() < len {
+        if self.bytes.len() < len {
             let mut t = vec![0u8; len.next_power_of_two()];
             fill(0, EventId(0), ReadoutId(0), 0, &mut t);
-            self.0 = t.into();
+            self.file = memory_file(&t).map(Arc::new);
+            self.bytes = t.into();
         }
-        self.0.slice(OWN_BYTES..len)
+        let long = len - OWN_BYTES >= FROM_FILE_MIN_BYTES;
+        let in_file = self.file.clone().filter(|_| long).map(|file| InFile { file, offset: OWN_BYTES as u64 });
+        Piece { bytes: self.bytes.slice(OWN_BYTES..len), in_file }
     }
 }
 
@@ -152,12 +162,24 @@ mod tests {
     #[test]
     fn own_bytes_and_the_template_make_the_payload() {
         let mut t = Template::default();
-        for len in [0, 1, 7, 8, 9, 511, 4099, 131072, 100] {
+        let long = OWN_BYTES + FROM_FILE_MIN_BYTES;
+        for len in [0, 1, 7, 8, 9, 511, 4099, long - 1, long, 131072, 100] {
             let mut a = vec![0u8; len];
             fill(5, EventId(6), ReadoutId(7), 8, &mut a);
             let mut b = own_bytes(5, EventId(6), ReadoutId(7), 8)[..len.min(OWN_BYTES)].to_vec();
-            b.extend_from_slice(&t.rest(len));
+            let rest = t.rest(len);
+            b.extend_from_slice(&rest.bytes);
             assert_eq!(b, a, "len {len}");
+            // What TCP sends from the file is what is in memory.
+            match rest.in_file {
+                Some(f) => {
+                    assert!(len >= long, "len {len}: short slices are sent from memory");
+                    let mut from_file = vec![0u8; rest.bytes.len()];
+                    std::os::unix::fs::FileExt::read_exact_at(&*f.file, &mut from_file, f.offset).unwrap();
+                    assert_eq!(from_file, rest.bytes, "len {len}");
+                }
+                None => assert!(len < long, "len {len}: long slices are in the memory file"),
+            }
         }
     }
 

@@ -7,12 +7,14 @@
 //! role's loop never waits on it: a full queue ends the link), a write that makes no progress
 //! for the peer timeout ends the link, and a connection attempt gives up at its deadline.
 
+use super::piece::Piece;
 use super::transport::{BoxRead, BoxWrite, Conn, Transport};
 use crate::wire::{FrameDecoder, Message};
 use anyhow::anyhow;
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::BytesMut;
 use std::collections::VecDeque;
 use std::io::IoSlice;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -31,7 +33,7 @@ pub const SEND_QUEUE: usize = 65_536;
 #[derive(Debug)]
 enum Outgoing {
     /// One or more whole frames, written back to back (vectored, no copy).
-    Frames(Vec<Bytes>),
+    Frames(Vec<Piece>),
     /// Flush and close the sending side.
     Close,
 }
@@ -71,11 +73,11 @@ impl Sender {
     /// Queues a message. Returns false when the connection is gone (or was just ended because
     /// its queue is full).
     pub fn send(&self, m: &Message) -> bool {
-        self.send_frames(vec![m.to_frame()])
+        self.send_frames(vec![m.to_frame().into()])
     }
 
     /// Queues pieces that together make frames.
-    pub fn send_frames(&self, pieces: Vec<Bytes>) -> bool {
+    pub fn send_frames(&self, pieces: Vec<Piece>) -> bool {
         match self.tx.try_send(Outgoing::Frames(pieces)) {
             Ok(()) => true,
             Err(TrySendError::Full(_)) => {
@@ -94,11 +96,23 @@ impl Sender {
     }
 }
 
-async fn write_pieces(w: &mut BoxWrite, pieces: &mut VecDeque<Bytes>) -> std::io::Result<()> {
+/// Pieces a write gathers at most.
+const WRITE_PIECES: usize = 64;
+
+/// Writes `pieces` in order: those in memory gathered into one vectored write, each piece that
+/// is also in a file sent from the file together with the memory pieces before it.
+async fn write_pieces(w: &mut BoxWrite, pieces: &mut VecDeque<Piece>) -> std::io::Result<()> {
     while !pieces.is_empty() {
         let n = {
-            let slices: Vec<IoSlice> = pieces.iter().take(64).map(|b| IoSlice::new(b)).collect();
-            w.write_vectored(&slices).await?
+            let batch = pieces.iter().take(WRITE_PIECES);
+            let in_memory = batch.clone().take_while(|p| p.in_file.is_none()).count();
+            let slices: Vec<IoSlice> = batch.clone().take(in_memory).map(|p| IoSlice::new(&p.bytes)).collect();
+            match pieces.get(in_memory).filter(|_| in_memory < WRITE_PIECES) {
+                Some(from_file) => {
+                    std::future::poll_fn(|cx| Pin::new(&mut **w).poll_write_then(cx, &slices, from_file)).await?
+                }
+                None => w.write_vectored(&slices).await?,
+            }
         };
         if n == 0 {
             return Err(std::io::ErrorKind::WriteZero.into());
@@ -159,7 +173,7 @@ async fn write_loop(
     loop {
         let msg = tokio::select! {
             m = rx.recv() => m,
-            _ = sleep_until(last + heartbeat) => Some(Outgoing::Frames(vec![beat.clone()])),
+            _ = sleep_until(last + heartbeat) => Some(Outgoing::Frames(vec![beat.clone().into()])),
             _ = &mut ended => return,
         };
         let mut close = false;
@@ -287,5 +301,55 @@ pub async fn connect_until(t: &dyn Transport, addr: &str, deadline: Instant, who
             }
             Ok(Err(e)) => return Err(anyhow!("cannot reach {who} at {addr} over {}: {e}", t.name())),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::piece::{memory_file, InFile, FROM_FILE_MIN_BYTES};
+    use crate::net::transport::from_deploy;
+    use bytes::Bytes;
+
+    /// A piece whose memory holds `in_memory` and whose file holds `in_file`, each repeated
+    /// `len` times: what arrives tells which of the two was sent.
+    fn two_faced(len: usize, in_memory: u8, in_file: u8) -> Piece {
+        // The piece starts at an offset in its file, as the template's do.
+        let f = memory_file(&[&[0u8; 3][..], &vec![in_file; len]].concat()).expect("Linux has memory files");
+        Piece { bytes: Bytes::from(vec![in_memory; len]), in_file: Some(InFile { file: Arc::new(f), offset: 3 }) }
+    }
+
+    /// Over TCP, pieces in a file go from the file, in order with the memory pieces around
+    /// them, also when the socket takes them a part at a time.
+    #[test]
+    fn tcp_sends_pieces_in_a_file_from_the_file_in_order() {
+        let long = FROM_FILE_MIN_BYTES * 16; // several times the socket's first send buffer
+        let pieces = [
+            Piece::from(Bytes::from_static(b"head")),
+            two_faced(long, b'm', b'F'),
+            two_faced(100, b's', b'X'),
+            Piece::from(Bytes::from_static(b"mid")),
+            two_faced(long + 1, b'm', b'G'),
+        ];
+        let expected: Vec<u8> = [&b"head"[..], &vec![b'F'; long], &[b'X'; 100], b"mid", &vec![b'G'; long + 1]].concat();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let got = rt.block_on(async {
+            let t = from_deploy(&daqnet_core::scenario::Deploy::default());
+            let mut l = t.listen("127.0.0.1:0").await.unwrap();
+            let addr = l.local_addr();
+            let (c, a) = tokio::join!(t.connect(&addr), l.accept());
+            let (mut c, mut a) = (c.unwrap(), a.unwrap());
+            let send = async move {
+                write_pieces(&mut c.write, &mut pieces.into_iter().collect()).await.unwrap();
+                c.write.shutdown().await.unwrap();
+            };
+            let mut got = Vec::new();
+            let recv = timeout(Duration::from_secs(10), a.read.read_to_end(&mut got));
+            let (_, r) = tokio::join!(send, recv);
+            r.expect("within 10 s").unwrap();
+            got
+        });
+        assert_eq!(got.len(), expected.len());
+        assert!(got == expected, "the bytes arrive in order, file pieces from the file");
     }
 }

@@ -8,13 +8,15 @@
 //! stays on after a switch to cubic: the socket then sends cubic's window spread over an RTT
 //! instead of in bursts, which is not how cubic behaves anywhere else.
 
+use super::piece::Piece;
 use daqnet_core::scenario::{Deploy, Transport as TransportKind};
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 use std::future::Future;
-use std::io;
+use std::io::{self, IoSlice};
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 /// A future that borrows its transport.
@@ -23,7 +25,22 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// The receiving half of a connection.
 pub type BoxRead = Box<dyn AsyncRead + Send + Unpin>;
 /// The sending half of a connection.
-pub type BoxWrite = Box<dyn AsyncWrite + Send + Unpin>;
+pub type BoxWrite = Box<dyn SendHalf>;
+
+/// The sending half of a connection: a byte stream that may also send from a file.
+pub trait SendHalf: AsyncWrite + Send + Unpin {
+    /// Writes `head`, then `tail`; returns how many bytes of the two went out (a short count
+    /// as a vectored write may). Sends `tail` from its file when it is in one and the transport
+    /// can; this default writes it from memory.
+    fn poll_write_then(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        head: &[IoSlice<'_>],
+        tail: &Piece,
+    ) -> Poll<io::Result<usize>> {
+        self.poll_write_vectored(cx, &[head, &[IoSlice::new(&tail.bytes)]].concat())
+    }
+}
 
 /// An established connection, split into halves so reading and writing run as separate tasks.
 pub struct Conn {
@@ -210,7 +227,86 @@ fn conn(s: tokio::net::TcpStream) -> Conn {
     let peer = s.peer_addr().map(|a| a.to_string()).unwrap_or_default();
     let stats = TcpStats::of(s.as_fd());
     let (r, w) = s.into_split();
-    Conn { read: Box::new(r), write: Box::new(w), peer, stats }
+    Conn { read: Box::new(r), write: Box::new(TcpSend(w)), peer, stats }
+}
+
+/// TCP's sending half: pieces in a file go out with `sendfile`, which on loopback hands the
+/// file's pages to the socket instead of copying them (see [`super::piece`]).
+struct TcpSend(tokio::net::tcp::OwnedWriteHalf);
+
+impl AsyncWrite for TcpSend {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.0.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.0).poll_shutdown(cx)
+    }
+}
+
+impl SendHalf for TcpSend {
+    fn poll_write_then(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        head: &[IoSlice<'_>],
+        tail: &Piece,
+    ) -> Poll<io::Result<usize>> {
+        let Some(in_file) = &tail.in_file else {
+            return self.poll_write_vectored(cx, &[head, &[IoSlice::new(&tail.bytes)]].concat());
+        };
+        let s: &tokio::net::TcpStream = self.0.as_ref();
+        loop {
+            std::task::ready!(s.poll_write_ready(cx))?;
+            match s.try_io(tokio::io::Interest::WRITABLE, || send_then_sendfile(s, head, in_file, tail.len())) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                done => return Poll::Ready(done),
+            }
+        }
+    }
+}
+
+/// `sendmsg(head, MSG_MORE)`, then `sendfile(len bytes of in_file)`; the bytes sent. `MSG_MORE`
+/// keeps a short head (a fragment's header) from leaving as a segment of its own under
+/// `TCP_NODELAY`: `tcp_push` corks for that call only. Would-block only if nothing went out.
+fn send_then_sendfile(
+    s: &tokio::net::TcpStream,
+    head: &[IoSlice<'_>],
+    in_file: &super::piece::InFile,
+    len: usize,
+) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let head_len: usize = head.iter().map(|h| h.len()).sum();
+    let mut sent = 0;
+    if head_len > 0 {
+        sent = SockRef::from(s).send_vectored_with_flags(head, libc::MSG_MORE)?;
+        if sent < head_len {
+            return Ok(sent);
+        }
+    }
+    let mut offset = in_file.offset as libc::off_t;
+    // SAFETY: both descriptors are open for the call; `offset` is a valid place to write.
+    let n = unsafe { libc::sendfile(s.as_raw_fd(), in_file.file.as_raw_fd(), &mut offset, len) };
+    match n {
+        n if n >= 0 => Ok(sent + n as usize),
+        _ if sent > 0 => Ok(sent),
+        _ => Err(io::Error::last_os_error()),
+    }
 }
 
 struct TcpListener {

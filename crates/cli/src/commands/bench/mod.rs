@@ -53,6 +53,9 @@ pub struct BenchArgs {
     /// Internal: send raw TCP to this address for --seconds (the raw TCP baseline's sender).
     #[arg(long, hide = true, value_name = "ADDR")]
     raw_tcp_send: Option<String>,
+    /// Internal: the raw TCP sender sends with `sendfile` from a memory file.
+    #[arg(long, hide = true)]
+    from_file: bool,
     /// Internal: how long the raw TCP sender sends.
     #[arg(long, hide = true, default_value_t = 3.0)]
     seconds: f64,
@@ -176,7 +179,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(addr) = &a.raw_tcp_send {
-        run::raw_tcp_send(addr, a.seconds)?;
+        run::raw_tcp_send(addr, a.seconds, a.from_file)?;
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(rank) = a.raw_node {

@@ -9,6 +9,7 @@
 //! bench's 16 units each cycling a 16 MiB buffer of their own instead made the senders' copy read
 //! from memory: twice the collector's copy per byte, a third of the machine's time.
 
+use crate::net::piece::Piece;
 use crate::payload::{self, Template};
 use crate::wire::{FragmentHeader, FRAGMENT_HEADER_BYTES};
 use bytes::{Bytes, BytesMut};
@@ -21,7 +22,7 @@ pub(crate) struct Fragment {
     /// The header and the payload's first word (all of a payload shorter than a word).
     pub(crate) own: Bytes,
     /// The rest of the payload (shared with every other fragment, unless corrupted).
-    pub(crate) rest: Bytes,
+    pub(crate) rest: Piece,
 }
 
 impl Fragment {
@@ -32,7 +33,7 @@ impl Fragment {
 
     /// Header and payload in one buffer (a copy).
     pub(crate) fn to_bytes(&self) -> Bytes {
-        [&self.own[..], &self.rest[..]].concat().into()
+        [&self.own[..], &self.rest.bytes[..]].concat().into()
     }
 }
 
@@ -69,7 +70,7 @@ pub(crate) fn generate(
             if corrupt && i == 0 && size > 0 {
                 let mut whole = BytesMut::from(&f.to_bytes()[..]);
                 whole[FRAGMENT_HEADER_BYTES + size as usize / 2] ^= 0x10;
-                f = Fragment { own: whole.freeze(), rest: Bytes::new() };
+                f = Fragment { own: whole.freeze(), rest: Piece::default() };
             }
             f
         })
@@ -94,7 +95,11 @@ mod tests {
             let whole = f.to_bytes();
             assert_eq!(whole.len(), FRAGMENT_HEADER_BYTES + 1100);
             assert_eq!(payload::check(3, EventId(10), r2, i as u32, &whole[FRAGMENT_HEADER_BYTES..]), Ok(()));
-            assert_eq!(f.rest.as_ptr(), b.fragments[i].rest.as_ptr(), "one template, not a copy per fragment");
+            assert_eq!(
+                f.rest.bytes.as_ptr(),
+                b.fragments[i].rest.bytes.as_ptr(),
+                "one template, not a copy per fragment"
+            );
             assert_ne!(f.own, b.fragments[i].own);
         }
         // A corrupted fragment has its own payload: the shared template stays right.

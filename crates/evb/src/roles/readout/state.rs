@@ -5,10 +5,11 @@
 //! (back-pressure), never drop.
 
 use super::buffer::{generate, Held};
+use crate::net::piece::Piece;
 use crate::payload::Template;
 use crate::role::RoleId;
 use crate::wire::{put_header, put_response_head, Message, ResponseHead, RESPONSE_HEAD_BYTES};
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use daqnet_core::dataflow::{DataRequest, DataResponse, ReadoutUnit};
 use daqnet_core::workload::FragmentSizes;
 use daqnet_core::{EventId, Layout, Nanos, NodeId, ReadoutId, Scenario};
@@ -33,7 +34,7 @@ pub enum Output {
     /// A message to the supervisor.
     ToSupervisor(Message),
     /// A response frame, in pieces (head, then each fragment), to a collector.
-    Respond(NodeId, Vec<Bytes>),
+    Respond(NodeId, Vec<Piece>),
 }
 
 /// One readout unit.
@@ -234,16 +235,16 @@ impl ReadoutState {
 }
 
 /// A response frame in pieces: the frame header and response head, then each fragment as held.
-fn response_frame(r: &DataResponse, me: ReadoutId, body: usize, held: &Held) -> Vec<Bytes> {
+fn response_frame(r: &DataResponse, me: ReadoutId, body: usize, held: &Held) -> Vec<Piece> {
     debug_assert_eq!(r.bytes, held.bytes);
     let mut head = BytesMut::with_capacity(8 + RESPONSE_HEAD_BYTES);
     put_header(&mut head, Message::RESPONSE_KIND, body);
     let rh = ResponseHead { event: r.event, readout: me, node: r.node, fragments: r.fragments, bytes: r.bytes };
     put_response_head(&mut head, &rh);
     let mut pieces = Vec::with_capacity(1 + 2 * held.fragments.len());
-    pieces.push(head.freeze());
+    pieces.push(head.freeze().into());
     for f in &held.fragments {
-        pieces.push(f.own.clone());
+        pieces.push(f.own.clone().into());
         if !f.rest.is_empty() {
             pieces.push(f.rest.clone());
         }
