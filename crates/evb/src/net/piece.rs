@@ -78,12 +78,20 @@ impl From<Bytes> for Piece {
 }
 
 /// A memory file (`memfd_create`) holding `bytes`; `None` where the system cannot make one,
-/// and pieces are then sent from memory.
+/// and pieces are then sent from memory. The file is sealed against execution where the kernel
+/// knows the flag (Linux 6.3 on), as `vm.memfd_noexec = 2` requires; older kernels refuse the
+/// flag with `EINVAL` and get the file without it.
 pub fn memory_file(bytes: &[u8]) -> Option<File> {
     use std::io::Write;
     use std::os::fd::FromRawFd;
-    // SAFETY: the name is a NUL-terminated string; the call returns a new descriptor or -1.
-    let fd = unsafe { libc::memfd_create(c"daqnet-piece".as_ptr(), libc::MFD_CLOEXEC) };
+    let create = |flags| {
+        // SAFETY: the name is a NUL-terminated string; the call returns a new descriptor or -1.
+        unsafe { libc::memfd_create(c"daqnet-piece".as_ptr(), flags) }
+    };
+    let mut fd = create(libc::MFD_CLOEXEC | libc::MFD_NOEXEC_SEAL);
+    if fd < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+        fd = create(libc::MFD_CLOEXEC);
+    }
     if fd < 0 {
         return None;
     }
