@@ -1,10 +1,11 @@
 //! The real event builder's benchmark: raw TCP between two local processes as the baseline (its
 //! sender writes; a second line has it use `sendfile`, as `daqnet run`'s readout units send long
-//! payloads, so the ratio to each is shown), and raw TCP from 16 processes into one (the same incast without any DAQ logic), then `daqnet
-//! run` goodput for 16 readout units × 128 KiB fragments into one node with 8 processing units
-//! ([LOSSLESS]'s fragment size) with payload verification on and off, then events per second for the
-//! small ATLAS-like system (1.1 kB fragments). Everything in one run, so the ratios hold even
-//! though absolute speeds on a shared 2-core machine drift from minute to minute.
+//! payloads, so the ratio to each is shown), and raw TCP from 16 processes into one (the same
+//! incast without any DAQ logic), then `daqnet run` goodput for 16 readout units × 128 KiB
+//! fragments into one node with 8 processing units ([LOSSLESS]'s fragment size) with payload
+//! verification on and off, then events per second for the small ATLAS-like system (1.1 kB
+//! fragments). Everything in one run, so the ratios hold even though absolute speeds on a shared
+//! 2-core machine drift from minute to minute.
 
 use super::strings;
 use daqnet_evb::launcher::{launch, LaunchOptions};
