@@ -38,8 +38,18 @@ pub trait SendHalf: AsyncWrite + Send + Unpin {
         head: &[IoSlice<'_>],
         tail: &Piece,
     ) -> Poll<io::Result<usize>> {
-        self.poll_write_vectored(cx, &[head, &[IoSlice::new(&tail.bytes)]].concat())
+        write_from_memory(self, cx, head, tail)
     }
+}
+
+/// Writes `head`, then `tail`'s bytes from memory, in one vectored write.
+fn write_from_memory<W: AsyncWrite + ?Sized>(
+    w: Pin<&mut W>,
+    cx: &mut Context<'_>,
+    head: &[IoSlice<'_>],
+    tail: &Piece,
+) -> Poll<io::Result<usize>> {
+    w.poll_write_vectored(cx, &[head, &[IoSlice::new(&tail.bytes)]].concat())
 }
 
 /// An established connection, split into halves so reading and writing run as separate tasks.
@@ -268,7 +278,7 @@ impl SendHalf for TcpSend {
         tail: &Piece,
     ) -> Poll<io::Result<usize>> {
         let Some(in_file) = &tail.in_file else {
-            return self.poll_write_vectored(cx, &[head, &[IoSlice::new(&tail.bytes)]].concat());
+            return write_from_memory(self, cx, head, tail);
         };
         let s: &tokio::net::TcpStream = self.0.as_ref();
         loop {

@@ -4,8 +4,9 @@
 //! A fragment is held as two pieces: its own bytes (header and the payload's first word, which
 //! names the fragment) and the rest of the payload, a slice of one template shared by every
 //! fragment ([`payload::Template`]). The rest depends only on the position, so nothing is
-//! copied to make an event, and what the kernel copies into the socket is one buffer that stays
-//! in the cache, as raw TCP's sender's does. A real readout unit's data would arrive by DMA; the
+//! copied to make an event, and what the socket takes is one buffer that stays in the cache, as
+//! raw TCP's sender's does (long payloads not even copied: TCP sends them from the template's
+//! memory file, [`crate::net::piece`]). A real readout unit's data would arrive by DMA; the
 //! bench's 16 units each cycling a 16 MiB buffer of their own instead made the senders' copy read
 //! from memory: twice the collector's copy per byte, a third of the machine's time.
 
