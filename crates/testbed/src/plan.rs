@@ -32,6 +32,14 @@ pub const WIRE_OVERHEAD_BYTES: u32 = 24;
 /// Linux `ETH_HLEN`: the Ethernet header, which `skb->len` counts (the FCS it does not).
 const ETH_HLEN: u32 = 14;
 
+/// Linux `ETH_FCS_LEN`: the frame check sequence, on the wire but not in `skb->len`.
+const ETH_FCS_LEN: u64 = 4;
+
+/// `skb->len` of a full frame at `mtu_bytes`: what a qdisc's byte limit counts.
+fn skb_bytes(mtu_bytes: u32) -> u64 {
+    (mtu_bytes + ETH_HLEN) as u64
+}
+
 /// Token-bucket depth of each switch output port, as time at the port's rate, in ns. It must
 /// hold a few frames: tbf sends the next frame from a timer, and with a one-frame bucket every
 /// late timer is lost rate (measured here: 1 frame → 0.58 Gb/s of 1 Gb/s; 128 µs → 0.93, the
@@ -311,7 +319,7 @@ impl TestbedPlan {
                 ),
             );
         }
-        let frame = (n.mtu_bytes + ETH_HLEN) as u64;
+        let frame = skb_bytes(n.mtu_bytes);
         if port_buffer_bytes != 0 && port_buffer_bytes < frame {
             bad(
                 "network.switch.buffer.port_bytes",
@@ -669,8 +677,8 @@ impl TestbedPlan {
 /// simulated one: 14 against 13 at incast-32's 20 kB, where the testbed then timed out 7 %
 /// less (3,108 against 2,883 timeouts at 100 Mb/s).
 pub fn switch_queue_limit(port_bytes: u64, mtu_bytes: u32) -> u64 {
-    let skb = (mtu_bytes + ETH_HLEN) as u64;
-    let frame = skb + 4; // with the FCS
+    let skb = skb_bytes(mtu_bytes);
+    let frame = skb + ETH_FCS_LEN;
     (port_bytes.saturating_sub(frame) * skb / frame).max(skb)
 }
 
@@ -678,8 +686,8 @@ pub fn switch_queue_limit(port_bytes: u64, mtu_bytes: u32) -> u64 {
 /// [`switch_queue_limit`]): frames counted header to FCS, and one more on the wire while any
 /// wait, so that reported peaks and traced queues compare with the simulator's.
 pub fn simulated_backlog(backlog_bytes: u64, mtu_bytes: u32) -> u64 {
-    let skb = (mtu_bytes + ETH_HLEN) as u64;
-    let frame = skb + 4; // with the FCS
+    let skb = skb_bytes(mtu_bytes);
+    let frame = skb + ETH_FCS_LEN;
     if backlog_bytes == 0 {
         0
     } else {
@@ -703,7 +711,7 @@ fn control_band(sw: &str, dev: &str, limit_bytes: u64, mtu_bytes: u32, superviso
     // tbf takes its next frame out of htb to wait for tokens (htb peeks by dequeuing, where a
     // bare bfifo keeps the frame counted), so the data queue holds one full frame less and the
     // port as much as before (a trace of the port peaked one frame above its limit without it).
-    let skb = (mtu_bytes + ETH_HLEN) as u64;
+    let skb = skb_bytes(mtu_bytes);
     let data_limit = limit_bytes.saturating_sub(skb).max(skb);
     let (limit, control, source) =
         (data_limit.to_string(), CONTROL_QUEUE_BYTES.to_string(), format!("{supervisor}/32"));
