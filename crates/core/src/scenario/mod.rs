@@ -444,7 +444,9 @@ pub struct TcpConfig {
     /// response) turns interactive (`tcp_event_data_sent`, `tcp_pingpong_thresh` = 1). Then it
     /// takes no quick ACKs, and a short segment it reads is not acknowledged at once but by its
     /// next data or the delayed-ACK timer (`__tcp_cleanup_rbuf`); the timer firing, or a
-    /// duplicate segment, ends the mode.
+    /// duplicate segment, ends the mode. Off by default: against the testbed it fixes some
+    /// heavy-loss points and misses others (docs/testbed.md, "Heavy loss: where the simulator
+    /// stands against Linux"); near an incast onset, run both settings.
     pub pingpong: bool,
     /// Limited transmit (RFC 3042): send new data on the first two duplicate ACKs.
     pub limited_transmit: bool,
