@@ -247,10 +247,7 @@ fn incast_32_with_a_deep_buffer_runs_at_line_rate_without_timeouts() {
     // The collector port's peak (asserted last) also depends on the machine keeping pace: on
     // one CI run the same build peaked at 12.7 kB, then at 76–81 kB; the previous build ranged
     // over 15–45 kB in three runs. Such a run is rerun too.
-    let collector_peak = |r: &Value| {
-        let ports = r["switch"]["ports"].as_array().cloned().unwrap_or_default();
-        ports.iter().find(|p| p["name"] == "sw->node0").map(|p| f(&p["peak_bytes"])).unwrap_or(0.0)
-    };
+    let collector_peak = |r: &Value| f(&switch_port(r, "sw->node0")["peak_bytes"]);
     let (r, lat) = paced(
         || incast("deep", 100, &["network.switch.buffer.port_bytes=4MB"]),
         |(r, _)| f(&r["latency_ms"]["median"]) <= max_median_ms && collector_peak(r) > 15_000.0,
@@ -265,7 +262,7 @@ fn incast_32_with_a_deep_buffer_runs_at_line_rate_without_timeouts() {
     // Kernel counters made it into the report: every readout host sent data.
     let hosts = r["hosts"].as_array().unwrap();
     assert_eq!(hosts.len(), 34);
-    let c0 = r["switch"]["ports"].as_array().unwrap().iter().find(|p| p["name"] == "sw->node0").unwrap();
+    let c0 = switch_port(&r, "sw->node0");
     assert!(f(&c0["frames"]) > 100.0 * 32.0 * 45.0, "{c0}");
     // Sampled every 1 ms by a thread that shares the two CPUs with the 32 senders: above 100 kB
     // on the days this bound was set, 39–79 kB (five runs) on a slower day, when the senders
@@ -293,7 +290,7 @@ fn incast_32_with_a_shallow_buffer_has_rounds_held_up_by_the_200ms_rto() {
     // Each slow round waited for a retransmission timeout or a tail-loss probe (which waits
     // 2·SRTT + the minimum RTO when one segment is outstanding).
     assert!(f(&r["tcp"]["timeouts"]) + f(&r["tcp"]["loss_probes"]) >= slow as f64, "{}", r["tcp"]);
-    let c0 = r["switch"]["ports"].as_array().unwrap().iter().find(|p| p["name"] == "sw->node0").unwrap();
+    let c0 = switch_port(&r, "sw->node0");
     assert!(f(&c0["peak_bytes"]) <= 20_000.0, "queued beyond the buffer: {c0}");
     assert!(f(&c0["drops"]) > 0.0);
 }
@@ -386,7 +383,7 @@ fn a_testbed_trace_shows_the_collector_port_filling_to_its_buffer_and_draining()
     let empty = samples.iter().filter(|s| s.1 == 0).count() as f64 / samples.len() as f64;
     assert!(empty > 0.3, "the port drained between bursts only {:.0} % of the time", 100.0 * empty);
     let r = report(&dir);
-    let c0 = r["switch"]["ports"].as_array().unwrap().iter().find(|p| p["name"] == "sw->node0").unwrap();
+    let c0 = switch_port(&r, "sw->node0");
     assert!(samples.last().unwrap().2 <= c0["drops"].as_u64().unwrap(), "{c0}");
     assert!(samples.last().unwrap().2 > 0, "the trace saw the drops");
     // The readout units' windows, from TCP_INFO on the same time axis: every sender was
@@ -537,6 +534,12 @@ fn all_to_all(file: &str, name: &str, sets: &[&str]) -> (Value, OutDir) {
     let faults = faults.ok().flatten().map(|r| r["faults"].clone());
     assert!(o.status.success(), "{} {}: {}\nfaults: {faults:?}", o.status, text(&o), args.join(" "));
     (report(&dir), dir)
+}
+
+/// The switch port `name` (`sw->node0`) among a report's switch ports.
+fn switch_port<'a>(r: &'a Value, name: &str) -> &'a Value {
+    let ports = r["switch"]["ports"].as_array().unwrap_or_else(|| panic!("no switch ports: {}", r["switch"]));
+    ports.iter().find(|p| p["name"] == name).unwrap_or_else(|| panic!("no port {name} in {}", r["switch"]))
 }
 
 /// The daqring switch's collector queues among a report's switch ports.
