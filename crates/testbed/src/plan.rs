@@ -656,7 +656,7 @@ impl TestbedPlan {
         let routes = self.hosts.iter().enumerate().map(|(i, h)| Route { mac: h.mac(), port: i }).collect();
         let collectors: Vec<&Host> = self.hosts.iter().filter(|h| matches!(h.role, RoleId::Collector(_))).collect();
         let bucket = |h: &Host| (h.link_bps as u128 * SOFT_SWITCH_BURST_NS as u128 / 8 / 1_000_000_000) as u64;
-        let frame = (self.mtu_bytes + ETH_HLEN + WIRE_OVERHEAD_BYTES) as u64;
+        let frame = skb_bytes(self.mtu_bytes) + WIRE_OVERHEAD_BYTES as u64;
         SwitchConfig {
             ports,
             routes,
@@ -739,7 +739,7 @@ fn control_band(sw: &str, dev: &str, limit_bytes: u64, mtu_bytes: u32, superviso
 /// A tbf (handle `1:`) at `rate_bps` on the wire, with a bucket of `burst_ns` at that rate and a
 /// queue of `limit_bytes`, on `dev` in `ns`.
 pub(crate) fn shaper(ns: &str, dev: &str, rate_bps: u64, burst_ns: u64, limit_bytes: u64, mtu_bytes: u32) -> Step {
-    let frame = (mtu_bytes + ETH_HLEN + WIRE_OVERHEAD_BYTES) as u64;
+    let frame = skb_bytes(mtu_bytes) + WIRE_OVERHEAD_BYTES as u64;
     let burst = (rate_bps as u128 * burst_ns as u128 / 8 / 1_000_000_000) as u64;
     let burst = burst.max(2 * frame);
     run(&[
