@@ -7,6 +7,8 @@
 //!   (plane, spine) assignment, or ECMP hashing — with failed elements avoided;
 //! - [`maxmin`]: max-min fair (water-filling) rates for any assignment, where the closed formulas
 //!   no longer apply (partial uplinks, failures, uneven spreads);
+//! - [`network`]: any `[network]` (star, two-tier, parallel leaf-spine) lowered once into
+//!   hosts, switches, ports, forwarding and paths, which every substrate builds from;
 //! - [`plan()`]: all of it for one scenario, as `daqnet plan` prints it;
 //! - [`controller`]: the controller as a state machine that re-plans when elements fail;
 //! - [`rules`]: OpenFlow rules per switch, checked for loops and black holes before they are
@@ -19,6 +21,7 @@ pub mod controller;
 pub mod formula;
 pub mod links;
 pub mod maxmin;
+pub mod network;
 mod plan;
 pub mod rules;
 pub mod shape;

@@ -8,13 +8,14 @@
 //! the SFC's rate: the uplink ran at that rate too, so it added no bottleneck.
 
 use crate::engine::EventQueue;
-use crate::net::fabric::Fabric;
+use crate::net::Network;
 use crate::sockets::{run, Dataflow, End, Ev, Sockets};
 use crate::tcp::TcpParams;
 use crate::world::{SimOptions, SimOutput};
 use daqnet_core::farm::{Dispatcher, DispatcherOutput, EventSource, FarmError, FarmTally, Token, Worker, WorkerOutput};
 use daqnet_core::scenario::{Dispatch, Farm, Implementation};
 use daqnet_core::{ConnId, EventId, Nanos, Scenario, WorkerId};
+use daqnet_fabric::network::NetworkPlan;
 use std::time::Instant;
 
 #[derive(Debug, Clone, Copy)]
@@ -104,9 +105,9 @@ impl<'a> FarmWorld<'a> {
         let hosts = std::iter::once(("sfc".to_string(), farm.sfc_link_bps))
             .chain((0..n).map(|w| (WorkerId(w).host(), farm.worker_link_bps)))
             .collect();
-        let fabric = Fabric::of_hosts(net, hosts);
+        let network = Network::new(NetworkPlan::of_hosts(net, hosts));
         let params = TcpParams::from_config(&net.tcp, net.mss_bytes());
-        let sockets = Sockets::new(fabric, &params, scenario.run.seed, (0..n).map(|w| (w + 1, 0)));
+        let sockets = Sockets::new(network, &params, scenario.run.seed, (0..n).map(|w| (w + 1, 0)));
         let capacity = (farm.implementation == Implementation::V1).then_some(farm.event_queue_events as usize);
         let seed = scenario.run.seed;
         let total = scenario.run.warmup_events + scenario.run.events;

@@ -57,7 +57,7 @@ impl Faults {
     /// the controller wants to be polled.
     pub fn on_down<M: Copy>(&mut self, now: Nanos, i: usize, net: &mut Sockets<M>) -> Nanos {
         let element = self.plans[i].element;
-        self.ports[i] = net.fabric().element_ports(&element);
+        self.ports[i] = net.network().plan.element_ports(&element).into_iter().map(|p| p.0).collect();
         net.take_down(&self.ports[i]);
         self.times[i].0 = now;
         self.controller.on_down(now, element);
@@ -72,7 +72,7 @@ impl Faults {
         match result {
             Ok(moves) => {
                 for &(r, n, route) in &moves {
-                    let path = net.fabric().path_of(route);
+                    let path = net.network().plan.path_of(route);
                     net.set_path(self.layout.conn(n, r), path);
                 }
                 for &i in &pending {
@@ -104,7 +104,7 @@ impl Faults {
     /// The records, with the frames each failure lost.
     pub fn finish<M: Copy>(mut self, net: &Sockets<M>) -> Vec<FabricFault> {
         for (r, ports) in self.records.iter_mut().zip(&self.ports) {
-            r.frames_lost = ports.iter().map(|&p| net.fabric().ports[p as usize].lost_down).sum();
+            r.frames_lost = ports.iter().map(|&p| net.network().ports[p as usize].lost_down).sum();
             r.cost.get_or_insert_with(Default::default);
         }
         self.records

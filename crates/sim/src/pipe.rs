@@ -7,7 +7,7 @@
 //! is off the data network: its messages take `pipe.control_delay_ns`.
 
 use crate::engine::EventQueue;
-use crate::net::fabric::Fabric;
+use crate::net::Network;
 use crate::sockets::{run, Dataflow, End, Ev, Sockets};
 use crate::tcp::TcpParams;
 use crate::world::{SimOptions, SimOutput};
@@ -15,6 +15,7 @@ use daqnet_core::pipe::{BuilderOutput, BuilderUnit, EventManager, PipeRoles};
 use daqnet_core::report::{steady_rate, EventRecord, Measure, NotBuilt, PipeStats, RunReport, Spread, Track};
 use daqnet_core::scenario::{Pipe, PipePattern};
 use daqnet_core::{ConnId, EventId, Nanos, NodeId, PuId, ReadoutId, Scenario};
+use daqnet_fabric::network::NetworkPlan;
 use std::time::Instant;
 
 #[derive(Debug, Clone, Copy)]
@@ -150,7 +151,7 @@ impl<'a> PipeWorld<'a> {
         let pipe = scenario.pipe.clone().expect("a pipe scenario has [pipe]");
         let n = pipe.nodes;
         let hosts = (0..n).map(|i| (NodeId(i).host(), pipe.link_bps)).collect();
-        let fabric = Fabric::of_hosts(&scenario.network, hosts);
+        let network = Network::new(NetworkPlan::of_hosts(&scenario.network, hosts));
         let params = TcpParams::from_config(&scenario.network.tcp, scenario.network.mss_bytes());
         let pairs = (0..n).flat_map(move |b| (0..n).filter(move |&r| r != b).map(move |r| (b, r)));
         let total = scenario.run.warmup_events + scenario.run.events;
@@ -159,7 +160,7 @@ impl<'a> PipeWorld<'a> {
         let readouts = roles.readouts.len() as u32;
         PipeWorld {
             q: EventQueue::new(),
-            net: Sockets::new(fabric, &params, scenario.run.seed, pairs),
+            net: Sockets::new(network, &params, scenario.run.seed, pairs),
             em: EventManager::new(&roles.builders, pipe.credits_per_builder, total),
             builders: (0..n)
                 .map(|b| BuilderUnit::new(NodeId(b), roles.pull_start(NodeId(b)), readouts, pipe.parallel()))

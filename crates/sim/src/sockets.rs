@@ -1,16 +1,16 @@
-//! Sockets: simulated TCP connections between the fabric's hosts, each carrying application
+//! Sockets: simulated TCP connections between the network's hosts, each carrying application
 //! messages of type `M` in both directions. Every dataflow simulated (the event builder, the
 //! sub-farm) drives its state machines over this one layer, so packets, queues and TCP behave
 //! the same whatever the dataflow.
 //!
-//! The layer owns the fabric, the frames on their way and the connections; the dataflow owns
+//! The layer owns the network, the frames on their way and the connections; the dataflow owns
 //! the event queue, whose events are [`Ev`]: the layer's own (a frame arrives, a TCP timer
 //! fires) or the dataflow's (`Ev::App`).
 
 use crate::engine::{EventQueue, Place};
-use crate::net::fabric::{Fabric, Vertex};
 use crate::net::port::{offer, Admission, Port};
 use crate::net::wire::{frame_bytes, sack_option_bytes};
+use crate::net::{Network, Vertex};
 use crate::prefetch::prefetch;
 use crate::tcp::{AckUrgency, Endpoint, Sender, TcpParams, Transmission};
 use crate::trace::{Targets, TraceSink, TraceSpec, Tracer};
@@ -289,7 +289,7 @@ impl Slot {
 }
 
 /// A connection as the dataflow declared it: its hosts, the path each end's packets take (a
-/// core router, or a plane and spine; see [`Fabric::conn_paths`]) and, once open, its slot.
+/// core router, or a plane and spine; see [`NetworkPlan::conn_paths`](daqnet_fabric::network::NetworkPlan::conn_paths)) and, once open, its slot.
 #[derive(Debug, Clone, Copy)]
 struct Planned {
     hosts: [u32; 2],
@@ -335,9 +335,9 @@ pub struct Received {
     len: u32,
 }
 
-/// The connections, the fabric they cross and the frames on their way.
+/// The connections, the network they cross and the frames on their way.
 pub struct Sockets<M> {
-    fabric: Fabric,
+    net: Network,
     /// Per port, its frames on their way, in order of arrival: only the first is in the event
     /// queue (a port is a FIFO with a fixed delay, so arrivals are in admission order).
     flights: Vec<VecDeque<Flight>>,
@@ -365,24 +365,24 @@ pub struct Sockets<M> {
 impl<M: Copy> Sockets<M> {
     /// Connections between the `(opener, acceptor)` host pairs, numbered in order. Each is set
     /// up when first used ([`Sockets::open`]) as if before the run: the handshake gives each
-    /// endpoint its first RTT sample. Each end's packets take the path [`Fabric::conn_paths`]
+    /// endpoint its first RTT sample. Each end's packets take the path [`NetworkPlan::conn_paths`](daqnet_fabric::network::NetworkPlan::conn_paths)
     /// gives them; each end's timers tick as its host's ([`TcpParams::on_host`], from `seed`).
-    pub fn new(fabric: Fabric, params: &TcpParams, seed: u64, pairs: impl IntoIterator<Item = (u32, u32)>) -> Self {
+    pub fn new(net: Network, params: &TcpParams, seed: u64, pairs: impl IntoIterator<Item = (u32, u32)>) -> Self {
         // Once per host, not per connection end (250,000 connections at 500 x 500).
-        let on_host = (0..fabric.host_names.len() as u32).map(|h| params.on_host(seed, h)).collect();
+        let on_host = (0..net.plan.hosts.len() as u32).map(|h| params.on_host(seed, h)).collect();
         let planned: Vec<Planned> = pairs
             .into_iter()
             .enumerate()
             .map(|(c, hosts)| Planned {
                 hosts: [hosts.0, hosts.1],
-                core: fabric.conn_paths(c as u64, hosts),
+                core: net.plan.conn_paths(c as u64, hosts),
                 slot: Slot::CLOSED,
             })
             .collect();
         Sockets {
-            flights: vec![VecDeque::new(); fabric.ports.len()],
+            flights: vec![VecDeque::new(); net.ports.len()],
             prefetch: planned.len() * std::mem::size_of::<Conn<M>>() > PREFETCH_ABOVE_BYTES,
-            fabric,
+            net,
             planned,
             conns: Vec::new(),
             on_host,
@@ -405,8 +405,8 @@ impl<M: Copy> Sockets<M> {
         plan.slot = Slot(self.conns.len() as u32);
         let ([a, b], core) = (plan.hosts, plan.core);
         let ack_frame = frame_bytes(0, 0);
-        let rtt = self.fabric.unloaded_delay_ns(a, b, core[0] as u32, ack_frame)
-            + self.fabric.unloaded_delay_ns(b, a, core[1] as u32, ack_frame);
+        let rtt = self.net.unloaded_delay_ns(a, b, core[0] as u32, ack_frame)
+            + self.net.unloaded_delay_ns(b, a, core[1] as u32, ack_frame);
         let mut ep = [Endpoint::new(&self.on_host[a as usize]), Endpoint::new(&self.on_host[b as usize])];
         ep[0].snd.seed_rtt(rtt);
         ep[1].snd.seed_rtt(rtt);
@@ -426,7 +426,7 @@ impl<M: Copy> Sockets<M> {
     /// Takes these ports' links down: what is offered to them from now on is lost.
     pub fn take_down(&mut self, ports: &[u32]) {
         for &p in ports {
-            self.fabric.ports[p as usize].down = true;
+            self.net.ports[p as usize].down = true;
         }
     }
 
@@ -439,17 +439,17 @@ impl<M: Copy> Sockets<M> {
         }
     }
 
-    /// The fabric.
-    pub fn fabric(&self) -> &Fabric {
-        &self.fabric
+    /// The network.
+    pub fn network(&self) -> &Network {
+        &self.net
     }
 
     /// What a trace can select: every port, and every TCP sender as `FROM->TO` (connection
     /// `c`'s opener end at `2c`, its acceptor end at `2c + 1`).
     pub fn targets(&self) -> Targets {
-        let host = |h: u32| self.fabric.host_names[h as usize].as_str();
+        let host = |h: u32| self.net.host_name(h);
         Targets {
-            ports: self.fabric.ports.iter().map(|p| p.name.clone()).collect(),
+            ports: self.net.ports.iter().map(|p| p.name.clone()).collect(),
             senders: self
                 .planned
                 .iter()
@@ -464,12 +464,13 @@ impl<M: Copy> Sockets<M> {
     fn start_capture(&mut self, spec: &TraceSpec, sink: &mut dyn CaptureSink) {
         let targets = self.targets();
         let (ports, _) = spec.resolve(&targets).unwrap_or_default();
-        let mut index = vec![u32::MAX; self.fabric.ports.len()];
+        let mut index = vec![u32::MAX; self.net.ports.len()];
         for (i, &p) in ports.iter().enumerate() {
             index[p as usize] = i as u32;
         }
         let names: Vec<String> = ports.iter().map(|&p| targets.ports[p as usize].clone()).collect();
-        sink.names(&names, &self.fabric.host_names);
+        let hosts: Vec<String> = self.net.plan.hosts.iter().map(|h| h.name.clone()).collect();
+        sink.names(&names, &hosts);
         self.capture = Some(Capture { index, frames: Vec::with_capacity(CAPTURE_BATCH) });
     }
 
@@ -483,7 +484,7 @@ impl<M: Copy> Sockets<M> {
 
     /// Port `p`'s queued bytes at `now` and its drops so far.
     pub fn port_backlog(&mut self, p: u32, now: Nanos) -> (u64, u64) {
-        let f = &mut self.fabric;
+        let f = &mut self.net;
         let bytes = f.ports[p as usize].backlog(now, &mut f.pools);
         (bytes, f.ports[p as usize].drops)
     }
@@ -541,9 +542,9 @@ impl<M: Copy> Sockets<M> {
                 self.prefetch_for(port);
             }
         }
-        match self.fabric.peer[port as usize] {
+        match self.net.peer[port as usize] {
             Vertex::Switch(s) => {
-                let out = self.fabric.route(s, f.pkt.dst, f.pkt.core as u32);
+                let out = self.net.route(s.0, f.pkt.dst, f.pkt.core as u32);
                 self.forward(q, out, f.pkt);
                 None
             }
@@ -560,7 +561,7 @@ impl<M: Copy> Sockets<M> {
     #[inline(never)]
     fn prefetch_for(&self, port: u32) {
         let flights = &self.flights[port as usize];
-        let Vertex::Host(_) = self.fabric.peer[port as usize] else {
+        let Vertex::Host(_) = self.net.peer[port as usize] else {
             self.prefetch_route(port, flights);
             return;
         };
@@ -578,13 +579,13 @@ impl<M: Copy> Sockets<M> {
 
     /// At a switch: the output port of the one after next, and the next one's port's queue ends.
     fn prefetch_route(&self, port: u32, flights: &VecDeque<Flight>) {
-        let Vertex::Switch(s) = self.fabric.peer[port as usize] else { return };
-        let out = |f: &Flight| self.fabric.route(s, f.pkt.dst, f.pkt.core as u32) as usize;
+        let Vertex::Switch(s) = self.net.peer[port as usize] else { return };
+        let out = |f: &Flight| self.net.route(s.0, f.pkt.dst, f.pkt.core as u32) as usize;
         if let Some(f) = flights.get(1) {
-            prefetch(&self.fabric.ports[out(f)]);
+            prefetch(&self.net.ports[out(f)]);
         }
         let out = out(&flights[0]);
-        self.fabric.ports[out].prefetch_queue();
+        self.net.ports[out].prefetch_queue();
         if let Some(f) = self.flights[out].back() {
             prefetch(f);
         }
@@ -685,18 +686,18 @@ impl<M: Copy> Sockets<M> {
             sack: SackOffsets::new(ack, &sack[..nsack]),
         };
         self.packets += 1;
-        self.forward(q, self.fabric.nic(src, pkt.core as u32), pkt);
+        self.forward(q, self.net.nic(src, pkt.core as u32), pkt);
     }
 
     fn forward<A>(&mut self, q: &mut EventQueue<Ev<A>>, port: u32, pkt: Packet) {
         let now = q.now();
-        match offer(&mut self.fabric.ports, &mut self.fabric.pools, port, now, pkt.frame) {
+        match offer(&mut self.net.ports, &mut self.net.pools, port, now, pkt.frame) {
             Admission::Sent { arrival_ns } => {
                 if let Some(c) = self.capture.as_mut().filter(|c| c.index[port as usize] != u32::MAX) {
                     let conn = &self.conns[pkt.slot.index()];
                     c.frames.push(CapturedFrame {
                         // A tap on the link sees the frame when its transmission ends.
-                        t_ns: arrival_ns - self.fabric.ports[port as usize].delay_ns,
+                        t_ns: arrival_ns - self.net.ports[port as usize].delay_ns,
                         port: c.index[port as usize],
                         hosts: (conn.hosts[pkt.from.index()], pkt.dst),
                         conn: conn.id.0,
@@ -738,10 +739,10 @@ impl<M: Copy> Sockets<M> {
                 .collect();
             SwitchStats { drops: ports.iter().map(|p| p.drops).sum(), ports }
         };
-        let f = &self.fabric;
+        let f = &self.net;
         report.switch = stats(f.ports.iter().filter(|p| p.on_switch).collect());
-        report.edge =
-            (!f.edge_ports.is_empty()).then(|| stats(f.edge_ports.iter().map(|&p| &f.ports[p as usize]).collect()));
+        let edge = &f.plan.edge_ports;
+        report.edge = (!edge.is_empty()).then(|| stats(edge.iter().map(|&p| &f.ports[p.0 as usize]).collect()));
         report.wall_s = wall_s;
         report.sim_events_per_s = Some(if wall_s > 0.0 { built as f64 / wall_s } else { 0.0 });
         report.sim_work = Some(self.work(q));

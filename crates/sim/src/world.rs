@@ -3,7 +3,7 @@
 
 use crate::engine::EventQueue;
 use crate::faults::{FaultPlan, Faults};
-use crate::net::fabric::Fabric;
+use crate::net::Network;
 use crate::sockets::{run, Dataflow, End, Ev, SegmentDrop, Sockets};
 use crate::tcp::TcpParams;
 use daqnet_core::dataflow::{
@@ -13,6 +13,7 @@ use daqnet_core::dataflow::{
 use daqnet_core::report::{EventRecord, Measure, NotBuilt, RunReport, Track};
 use daqnet_core::workload::FragmentSizes;
 use daqnet_core::{ConnId, EventId, Layout, Nanos, NodeId, PuId, ReadoutId, Scenario, Side};
+use daqnet_fabric::network::NetworkPlan;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
@@ -162,13 +163,13 @@ impl<'a> World<'a> {
         let seed = scenario.run.seed;
         let total = scenario.run.warmup_events + scenario.run.events;
         let layout = scenario.layout();
-        let fabric = Fabric::build(net, layout.readout_units(), layout.nodes());
+        let network = Network::new(NetworkPlan::build(net, layout.readout_units(), layout.nodes()));
         let params = TcpParams::from_config(&net.tcp, net.mss_bytes());
         // Node-major, as Layout::conn numbers them.
         let pairs =
             layout.all_nodes().flat_map(|n| layout.readouts().map(move |r| (layout.readout_units() + n.0, r.0)));
-        let mut sockets = Sockets::new(fabric, &params, seed, pairs);
-        let faults = Faults::new(scenario, sockets.fabric().placement(), &opts.faults);
+        let mut sockets = Sockets::new(network, &params, seed, pairs);
+        let faults = Faults::new(scenario, sockets.network().plan.placement(), &opts.faults);
         let drops = opts.drops.iter().map(|d| SegmentDrop {
             conn: layout.conn(d.node, d.readout),
             end: End::Acceptor,

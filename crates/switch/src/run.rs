@@ -48,6 +48,7 @@ pub fn run(cfg: &SwitchConfig, stop: &AtomicBool, ready: impl FnOnce()) -> anyho
     let mut ports: Vec<Port> = cfg.ports.iter().map(|p| Port::open(&p.name)).collect::<anyhow::Result<_>>()?;
     ready();
     // Wake-ups a few µs late cost line rate: ask for a 1 µs timer slack (default 50 µs).
+    // SAFETY: PR_SET_TIMERSLACK takes an integer and touches no memory of ours.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
     let mut pending: Vec<VecDeque<Vec<u8>>> = vec![VecDeque::new(); ports.len()];
     let mut batch = Vec::new();
@@ -94,6 +95,8 @@ pub fn run(cfg: &SwitchConfig, stop: &AtomicBool, ready: impl FnOnce()) -> anyho
             }
         };
         let ts = libc::timespec { tv_sec: sleep.as_secs() as i64, tv_nsec: sleep.subsec_nanos() as i64 };
+        // SAFETY: `pfds` holds `pfds.len()` initialised pollfds and `ts` a valid timeout, both
+        // live for the call; a null signal mask keeps the thread's own.
         unsafe { libc::ppoll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, &ts, std::ptr::null()) };
     }
     let queues = fabric.stats().into_iter().map(|(name, stats)| QueueReport { name, stats }).collect();

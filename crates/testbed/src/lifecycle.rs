@@ -62,15 +62,6 @@ pub fn check_prerequisites() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn step_text(s: &Step) -> String {
-    match s {
-        Step::Run(args) => args.join(" "),
-        Step::OffloadsOff { ns, dev } => format!("offloads off: {ns} {dev}"),
-        Step::Sysctl { ns, key, value } => format!("sysctl {ns}: {key}={value}"),
-        Step::Write { path, text } => format!("write {path}: {text}"),
-    }
-}
-
 pub(crate) fn perform(s: &Step) -> anyhow::Result<()> {
     match s {
         Step::Run(args) => {
@@ -119,7 +110,7 @@ pub fn up(plan: &TestbedPlan, owner: Option<u32>, scenario: &str) -> anyhow::Res
         id: plan.id.clone(),
         owner_pid: owner,
         scenario: scenario.to_string(),
-        steps: steps.iter().map(step_text).collect(),
+        steps: steps.iter().map(Step::to_string).collect(),
     };
     let present = netns::list();
     if let Some(old) = read_state(&plan.id) {

@@ -22,10 +22,10 @@
 
 use crate::plan::{shaper, switch_queue_limit, Step, HOST_QUEUE_BYTES, SWITCH_BURST_NS};
 use daqnet_core::ids::{NodeId, ReadoutId};
-use daqnet_core::scenario::{BufferConfig, SwitchKind};
 use daqnet_core::{Nanos, Scenario};
 use daqnet_fabric::assign::{place, Placement};
 use daqnet_fabric::links::Links;
+use daqnet_fabric::network::{HostId, NetworkPlan, PortBuffer, PortPlan, SwitchRole, Vertex};
 use daqnet_fabric::rules;
 use daqnet_fabric::rules::{node_ip, readout_ip, Bridge, Peer, Ports};
 use daqnet_fabric::shape::{Shape, Switch};
@@ -58,9 +58,8 @@ pub struct OvsFabric {
     pub shape: Shape,
     /// How long the controller gathers port events before it re-plans, in ns.
     pub reaction_ns: Nanos,
-    /// Output buffer of every leaf, spine and rack port, in bytes (frames as the kernel counts
-    /// them).
-    pub port_bytes: Tiered,
+    /// The data network the bridges emulate: every port's rate and buffer.
+    pub network: NetworkPlan,
     /// The Open vSwitch run directory ([`run_dir`]).
     pub dir: String,
     /// Every bridge, in a fixed order: its index names its ports' interfaces.
@@ -69,15 +68,13 @@ pub struct OvsFabric {
     pub placement: Placement,
 }
 
-/// A value per switch tier.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Tiered {
-    /// Leaves.
-    pub leaf: u64,
-    /// Spines.
-    pub spine: u64,
-    /// Top-of-rack switches.
-    pub rack: u64,
+/// The plan's role of a fabric switch.
+fn role_of(sw: Switch) -> SwitchRole {
+    match sw {
+        Switch::Leaf(plane, pod) => SwitchRole::Leaf { plane: plane.0, pod: pod.0 },
+        Switch::Spine(plane, spine) => SwitchRole::Spine { plane: plane.0, spine: spine.0 },
+        Switch::Rack(rack) => SwitchRole::Rack(rack.0),
+    }
 }
 
 /// A bridge's port: the bridge and its OpenFlow port number.
@@ -107,48 +104,23 @@ impl FabricPort {
 }
 
 impl OvsFabric {
-    /// The fabric of `sc` (a valid `parallel_leaf_spine` scenario) for testbed `id`, or the
-    /// (field, problem) list of what the testbed cannot build.
-    pub fn new(sc: &Scenario, id: &str) -> Result<OvsFabric, Vec<(String, String)>> {
+    /// The fabric of `sc` (a valid `parallel_leaf_spine` scenario, whose data network is
+    /// `network`) for testbed `id`.
+    pub fn new(sc: &Scenario, network: NetworkPlan, id: &str) -> Result<OvsFabric, PlanError> {
         let f = sc.network.fabric.as_ref().expect("a parallel leaf-spine has [network.fabric]");
-        let mut problems = Vec::new();
-        let mut buffer = |tier: &str, sw: &daqnet_core::scenario::SwitchConfig| -> u64 {
-            let field = format!("network.fabric.{tier}");
-            match (sw.kind, &sw.buffer) {
-                (SwitchKind::Daqring, _) => problems.push((
-                    format!("{field}.kind"),
-                    "is daqring; the testbed's Open vSwitch bridges have no daqrings: use bridge (the simulator \
-                     models daqring fabrics)"
-                        .into(),
-                )),
-                (_, BufferConfig::Dedicated { port_bytes } | BufferConfig::Deep { port_bytes }) => return *port_bytes,
-                (_, BufferConfig::Shared { .. }) => problems.push((
-                    format!("{field}.buffer.scheme"),
-                    "is shared; a port queue (tbf) is per port: use dedicated (the simulator models shared pools)"
-                        .into(),
-                )),
-            }
-            0
-        };
-        let port_bytes =
-            Tiered { leaf: buffer("leaf", &f.leaf), spine: buffer("spine", &f.spine), rack: buffer("rack", &f.rack) };
-        let shape = Shape::of(sc).map_err(|e| vec![("network.fabric".to_string(), e.to_string())])?;
+        let shape = Shape::of(sc)?;
         let bridges: Vec<Bridge> = shape
             .switches()
             .into_iter()
             .map(Bridge::Fabric)
             .chain((0..shape.readout_units()).map(|r| Bridge::Readout(ReadoutId(r))))
             .collect();
-        if !problems.is_empty() {
-            return Err(problems);
-        }
-        let placement = place(&Links::new(&shape), &Failures::default(), f.assignment)
-            .map_err(|e| vec![("network.fabric".to_string(), e.to_string())])?;
+        let placement = place(&Links::new(&shape), &Failures::default(), f.assignment)?;
         Ok(OvsFabric {
             placement,
             shape,
             reaction_ns: f.reaction_ns,
-            port_bytes,
+            network,
             dir: run_dir(id).display().to_string(),
             bridges,
         })
@@ -266,60 +238,35 @@ impl OvsFabric {
         crate::plan::mac(1, ip)
     }
 
-    fn tier_bytes(&self, b: Bridge) -> u64 {
-        match b {
-            Bridge::Fabric(Switch::Leaf(..)) => self.port_bytes.leaf,
-            Bridge::Fabric(Switch::Spine(..)) => self.port_bytes.spine,
-            Bridge::Fabric(Switch::Rack(_)) => self.port_bytes.rack,
-            // A readout unit's bridge is its NIC: a host's queue.
-            Bridge::Readout(_) => HOST_QUEUE_BYTES,
-        }
+    /// The plan's port through which bridge `b` sends to `peer`.
+    fn port_plan(&self, b: Bridge, peer: Peer) -> &PortPlan {
+        let n = &self.network;
+        let vertex = |b: Bridge| match b {
+            Bridge::Readout(r) => Vertex::Host(HostId(r.0)),
+            Bridge::Fabric(sw) => Vertex::Switch(n.switch_with(role_of(sw)).expect("every bridge is a planned switch")),
+        };
+        let to = match peer {
+            Peer::Bridge(other, _) => vertex(other),
+            Peer::Node(node) => Vertex::Host(HostId(self.shape.readout_units() + node.0)),
+            Peer::ReadoutHost(_) | Peer::Ring(_) => unreachable!("a bridge's own interface is not a link"),
+        };
+        n.port(n.link(vertex(b), to).expect("every link of the rules is planned"))
     }
 
-    /// The rate of the link on port `port` of bridge `b`.
-    fn rate(&self, b: Bridge, peer: Peer) -> u64 {
-        let s = &self.shape;
-        match (b, peer) {
-            (_, Peer::Node(_)) => s.node_bps,
-            (Bridge::Readout(_), _) | (_, Peer::Bridge(Bridge::Readout(_), _)) => s.readout_bps,
-            (Bridge::Fabric(Switch::Rack(_)), _) | (_, Peer::Bridge(Bridge::Fabric(Switch::Rack(_)), _)) => {
-                s.rack_uplink_bps
-            }
-            _ => s.spine_bps,
+    /// The buffer of bridge `b`'s port towards `peer`, in bytes: the tier's, or a host's queue
+    /// for a readout unit's bridge (its NIC).
+    fn port_bytes(&self, b: Bridge, peer: Peer) -> u64 {
+        match self.port_plan(b, peer).buffer {
+            PortBuffer::Unlimited => HOST_QUEUE_BYTES,
+            PortBuffer::Dedicated(bytes) => bytes,
+            PortBuffer::Shared { .. } => unreachable!("the testbed's check refuses shared pools"),
         }
     }
 
     /// The steps that build the fabric, after the namespaces and the control network exist, in
     /// the namespaces and with the host settings of `p`.
     pub fn steps(&self, p: &FabricHosts) -> Vec<Step> {
-        let d = &self.dir;
-        let sw = p.sw;
-        let mtu = p.mtu_bytes.to_string();
-        let file = |name: &str| format!("{d}/{name}");
-        let daemon = |name: &str| {
-            [format!("--pidfile={d}/{name}.pid"), format!("--unixctl={d}/{name}.ctl")].into_iter().chain([
-                format!("--log-file={d}/{name}.log"),
-                "--detach".into(),
-                "--no-chdir".into(),
-            ])
-        };
-        let mut v = vec![
-            run(&["mkdir", "-p", d]),
-            run(&["ovsdb-tool", "create", &file("conf.db"), SCHEMA]),
-            // The wire ends' XDP program (see `join`).
-            Step::Write { path: file("orphan.bpf.c"), text: ORPHAN_XDP.into() },
-            run(&["clang", "-O2", "-target", "bpf", "-c", &file("orphan.bpf.c"), "-o", &file("orphan.o")]),
-        ];
-        let mut db: Vec<String> = ["ip", "netns", "exec", sw, "ovsdb-server"].map(String::from).into();
-        db.extend([file("conf.db"), format!("--remote=punix:{d}/db.sock")]);
-        db.extend(daemon("ovsdb-server"));
-        v.push(Step::Run(db));
-        v.push(self.vsctl(&["--no-wait", "init"]));
-        // OVS_RUNDIR: where it puts the bridges' management sockets (`<bridge>.mgmt`).
-        let mut switchd: Vec<String> = ["ip", "netns", "exec", sw, "env"].map(String::from).into();
-        switchd.extend([format!("OVS_RUNDIR={d}"), "ovs-vswitchd".into(), format!("unix:{d}/db.sock")]);
-        switchd.extend(daemon("ovs-vswitchd"));
-        v.push(Step::Run(switchd));
+        let mut v = self.daemon_steps(p.sw);
         for &b in &self.bridges {
             let name = b.to_string();
             let mut set = vec!["--", "set", "bridge", &name, "datapath_type=netdev", "fail_mode=secure"];
@@ -333,53 +280,94 @@ impl OvsFabric {
         let ports = Ports::new(&self.shape);
         for &b in &self.bridges {
             for (port, peer) in ports.of(b) {
-                let dev = self.dev(b, port);
-                let rate = self.rate(b, peer);
-                match peer {
-                    Peer::Bridge(other, oport) if self.index(other) > self.index(b) => {
-                        let there = self.dev(other, oport);
-                        for ovs in [&dev, &there] {
-                            #[rustfmt::skip]
-                            v.push(run(&["ip", "-n", sw, "link", "add", ovs, "mtu", &mtu, "type", "veth", "peer", "name",
-                                &wire(ovs), "mtu", &mtu]));
-                        }
-                        v.extend(self.attach(sw, b, &dev, port));
-                        v.extend(self.attach(sw, other, &there, oport));
-                        v.extend(self.join(sw, &wire(&dev), &wire(&there)));
-                        // Each way's queue waits at the wire end facing the receiving bridge.
-                        v.push(self.port_shaper(sw, b, &wire(&there), rate, p));
-                        v.push(self.port_shaper(sw, other, &wire(&dev), rate, p));
-                    }
-                    Peer::Node(n) => {
-                        let host = p.node(n);
-                        let node_end = node_end(&dev);
-                        #[rustfmt::skip]
-                        v.push(run(&["ip", "link", "add", NODE_DEV, "netns", host, "address", &Self::mac(node_ip(n)),
-                            "mtu", &mtu, "type", "veth", "peer", "name", &node_end, "netns", sw, "mtu", &mtu]));
-                        #[rustfmt::skip]
-                        v.push(run(&["ip", "-n", sw, "link", "add", &dev, "mtu", &mtu, "type", "veth", "peer", "name",
-                            &wire(&dev), "mtu", &mtu]));
-                        // Offloads go off before the wire end's XDP program fixes the pair's features.
-                        v.extend(p.host_interface(host, NODE_DEV, node_ip(n)));
-                        v.push(shaper(host, NODE_DEV, rate, p.host_burst_ns, HOST_QUEUE_BYTES, p.mtu_bytes));
-                        v.extend(self.attach(sw, b, &dev, port));
-                        v.extend(self.join(sw, &wire(&dev), &node_end));
-                        v.push(self.port_shaper(sw, b, &node_end, rate, p));
-                    }
-                    Peer::ReadoutHost(r) => {
-                        // The bridge's own interface becomes the readout unit's.
-                        let host = p.readout(r);
-                        let tap = b.to_string();
-                        v.push(run(&["ip", "-n", sw, "link", "set", &tap, "netns", host]));
-                        v.push(run(&["ip", "-n", host, "link", "set", &tap, "mtu", &mtu]));
-                        v.extend(p.host_interface(host, &tap, readout_ip(r)));
-                    }
-                    _ => {}
-                }
+                v.extend(self.port_steps(p, (b, port), peer));
             }
         }
         v.extend(self.neighbours(p));
         v.extend(self.install(&self.placement, None).expect("the planner's rules for a valid fabric pass their check"));
+        v
+    }
+
+    /// Open vSwitch's database and daemon in switch namespace `sw`, and the wire ends' XDP
+    /// program (see `join`).
+    fn daemon_steps(&self, sw: &str) -> Vec<Step> {
+        let d = &self.dir;
+        let file = |name: &str| format!("{d}/{name}");
+        let daemon = |name: &str| {
+            [format!("--pidfile={d}/{name}.pid"), format!("--unixctl={d}/{name}.ctl")].into_iter().chain([
+                format!("--log-file={d}/{name}.log"),
+                "--detach".into(),
+                "--no-chdir".into(),
+            ])
+        };
+        let mut v = vec![
+            run(&["mkdir", "-p", d]),
+            run(&["ovsdb-tool", "create", &file("conf.db"), SCHEMA]),
+            Step::Write { path: file("orphan.bpf.c"), text: ORPHAN_XDP.into() },
+            run(&["clang", "-O2", "-target", "bpf", "-c", &file("orphan.bpf.c"), "-o", &file("orphan.o")]),
+        ];
+        let mut db: Vec<String> = ["ip", "netns", "exec", sw, "ovsdb-server"].map(String::from).into();
+        db.extend([file("conf.db"), format!("--remote=punix:{d}/db.sock")]);
+        db.extend(daemon("ovsdb-server"));
+        v.push(Step::Run(db));
+        v.push(self.vsctl(&["--no-wait", "init"]));
+        // OVS_RUNDIR: where it puts the bridges' management sockets (`<bridge>.mgmt`).
+        let mut switchd: Vec<String> = ["ip", "netns", "exec", sw, "env"].map(String::from).into();
+        switchd.extend([format!("OVS_RUNDIR={d}"), "ovs-vswitchd".into(), format!("unix:{d}/db.sock")]);
+        switchd.extend(daemon("ovs-vswitchd"));
+        v.push(Step::Run(switchd));
+        v
+    }
+
+    /// Port `port` of bridge `b`, leading to `peer`: a link to another bridge (made once, from
+    /// the bridge that comes first), a node's link, or a readout unit's host interface.
+    fn port_steps(&self, p: &FabricHosts, (b, port): BridgePort, peer: Peer) -> Vec<Step> {
+        let sw = p.sw;
+        let mtu = p.mtu_bytes.to_string();
+        let dev = self.dev(b, port);
+        let mut v = Vec::new();
+        match peer {
+            Peer::Bridge(other, oport) if self.index(other) > self.index(b) => {
+                let there = self.dev(other, oport);
+                for ovs in [&dev, &there] {
+                    #[rustfmt::skip]
+                    v.push(run(&["ip", "-n", sw, "link", "add", ovs, "mtu", &mtu, "type", "veth", "peer", "name",
+                        &wire(ovs), "mtu", &mtu]));
+                }
+                v.extend(self.attach(sw, b, &dev, port));
+                v.extend(self.attach(sw, other, &there, oport));
+                v.extend(self.join(sw, &wire(&dev), &wire(&there)));
+                // Each way's queue waits at the wire end facing the receiving bridge.
+                v.push(self.port_shaper(sw, (b, peer), &wire(&there), p));
+                v.push(self.port_shaper(sw, (other, Peer::Bridge(b, port)), &wire(&dev), p));
+            }
+            Peer::Node(n) => {
+                let host = p.node(n);
+                let node_end = node_end(&dev);
+                #[rustfmt::skip]
+                v.push(run(&["ip", "link", "add", NODE_DEV, "netns", host, "address", &Self::mac(node_ip(n)),
+                    "mtu", &mtu, "type", "veth", "peer", "name", &node_end, "netns", sw, "mtu", &mtu]));
+                #[rustfmt::skip]
+                v.push(run(&["ip", "-n", sw, "link", "add", &dev, "mtu", &mtu, "type", "veth", "peer", "name",
+                    &wire(&dev), "mtu", &mtu]));
+                // Offloads go off before the wire end's XDP program fixes the pair's features.
+                v.extend(p.host_interface(host, NODE_DEV, node_ip(n)));
+                let rate = self.port_plan(b, peer).rate_bps;
+                v.push(shaper(host, NODE_DEV, rate, p.host_burst_ns, HOST_QUEUE_BYTES, p.mtu_bytes));
+                v.extend(self.attach(sw, b, &dev, port));
+                v.extend(self.join(sw, &wire(&dev), &node_end));
+                v.push(self.port_shaper(sw, (b, peer), &node_end, p));
+            }
+            Peer::ReadoutHost(r) => {
+                // The bridge's own interface becomes the readout unit's.
+                let host = p.readout(r);
+                let tap = b.to_string();
+                v.push(run(&["ip", "-n", sw, "link", "set", &tap, "netns", host]));
+                v.push(run(&["ip", "-n", host, "link", "set", &tap, "mtu", &mtu]));
+                v.extend(p.host_interface(host, &tap, readout_ip(r)));
+            }
+            _ => {}
+        }
         v
     }
 
@@ -440,14 +428,15 @@ impl OvsFabric {
         ]
     }
 
-    /// A switch port's queue: the tier's rate and buffer; a readout unit's uplinks are its NICs,
-    /// paced as hosts are.
-    fn port_shaper(&self, sw: &str, b: Bridge, dev: &str, rate: u64, p: &FabricHosts) -> Step {
+    /// The queue of bridge `b`'s port towards `peer`: the plan's rate and buffer; a readout
+    /// unit's uplinks are its NICs, paced as hosts are.
+    fn port_shaper(&self, sw: &str, (b, peer): (Bridge, Peer), dev: &str, p: &FabricHosts) -> Step {
+        let bytes = self.port_bytes(b, peer);
         let (burst, limit) = match b {
-            Bridge::Readout(_) => (p.host_burst_ns, self.tier_bytes(b)),
-            _ => (SWITCH_BURST_NS, switch_queue_limit(self.tier_bytes(b), p.mtu_bytes)),
+            Bridge::Readout(_) => (p.host_burst_ns, bytes),
+            _ => (SWITCH_BURST_NS, switch_queue_limit(bytes, p.mtu_bytes)),
         };
-        shaper(sw, dev, rate, burst, limit, p.mtu_bytes)
+        shaper(sw, dev, self.port_plan(b, peer).rate_bps, burst, limit, p.mtu_bytes)
     }
 
     /// /32 routes and permanent neighbours between every readout unit and every node, through

@@ -3,10 +3,11 @@
 //! shaping of both ends of every link. [`TestbedPlan::steps`] lists the commands that build it.
 
 use crate::ovs::{FabricHosts, OvsFabric};
-use daqnet_core::scenario::{BufferConfig, CongestionControl, DaqringConfig, SwitchKind, Topology};
+use daqnet_core::scenario::{CongestionControl, DaqringConfig, SwitchKind, Topology};
 use daqnet_core::Scenario;
 use daqnet_core::{NodeId, ReadoutId, WorkerId};
 use daqnet_evb::role::{RoleId, RoleKind};
+use daqnet_fabric::network::{HostId, NetworkPlan, PortBuffer as NetPortBuffer, SwitchId, SwitchRole, Vertex};
 use daqnet_switch::config::{PortConfig, Route};
 use daqnet_switch::SwitchConfig;
 use std::net::Ipv4Addr;
@@ -202,6 +203,38 @@ pub enum TestbedSwitch {
     Fabric(Box<OvsFabric>),
 }
 
+/// A host's short name for the kernel (`sup`, `r12`, `c3`, `w4`): its port in the switch
+/// namespace.
+fn short_name(role: RoleId) -> String {
+    match role {
+        RoleId::Readout(r) => format!("r{r}"),
+        RoleId::Collector(n) => format!("c{n}"),
+        RoleId::Worker(w) => format!("w{w}"),
+        RoleId::Supervisor | RoleId::Sfc => role.host(),
+    }
+}
+
+/// A host's address in [`SUBNET`]: the supervisor or SFC `10.88.0.1`, collectors and workers
+/// from `10.88.8.1`, readout units from `10.88.16.1`, 250 to a /24.
+fn address(role: RoleId) -> Ipv4Addr {
+    let ip = |third: u32, i: u32| Ipv4Addr::new(10, 88, (third + i / 250) as u8, (i % 250 + 1) as u8);
+    match role {
+        RoleId::Supervisor | RoleId::Sfc => ip(0, 0),
+        RoleId::Collector(n) => ip(8, n.0),
+        RoleId::Worker(w) => ip(8, w.0),
+        RoleId::Readout(r) => ip(16, r.0),
+    }
+}
+
+/// The buffer of the star's port towards host `h`, in bytes.
+fn port_bytes_towards(star: &NetworkPlan, h: usize) -> u64 {
+    let port = star.link(Vertex::Switch(SwitchId(0)), Vertex::Host(HostId(h as u32))).expect("a star links every host");
+    match star.port(port).buffer {
+        NetPortBuffer::Dedicated(bytes) => bytes,
+        other => unreachable!("the testbed's check refuses a port buffer of {other:?}"),
+    }
+}
+
 /// The sysfs CPU mask of CPUs `0..n`: hex, in comma-separated groups of 32 bits.
 fn cpu_mask(n: u32) -> String {
     let mut groups = Vec::new();
@@ -245,6 +278,19 @@ pub enum Step {
     },
 }
 
+/// One line per step, as `daqnet testbed up --dry-run` prints it and a testbed's state file
+/// records it: a program with its arguments, or what is written where.
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Step::Run(args) => write!(f, "{}", args.join(" ")),
+            Step::OffloadsOff { ns, dev } => write!(f, "offloads off: {ns} {dev}"),
+            Step::Sysctl { ns, key, value } => write!(f, "sysctl {ns}: {key}={value}"),
+            Step::Write { path, text } => write!(f, "write {path}: {text}"),
+        }
+    }
+}
+
 fn run(args: &[&str]) -> Step {
     Step::Run(args.iter().map(|s| s.to_string()).collect())
 }
@@ -263,150 +309,210 @@ pub fn id_of_namespace(ns: &str) -> Option<&str> {
     valid_id(id).then_some(id)
 }
 
-impl TestbedPlan {
-    /// The testbed for `sc`, named `id`, or the list of (field, problem) that stop the
-    /// scenario from running in a testbed.
-    pub fn new(sc: &Scenario, id: &str) -> Result<TestbedPlan, Vec<(String, String)>> {
-        let mut problems = Vec::new();
-        let mut bad = |field: &str, msg: String| problems.push((field.to_string(), msg));
-        if !valid_id(id) {
-            bad("(testbed name)", format!("`{id}`: use 1–24 of a-z, 0-9 and '-', not starting with '-'"));
+/// What stops a scenario from running in a testbed: (field, problem), in the scenario's order.
+type Problems = Vec<(String, String)>;
+
+/// The hosts of a testbed, each with the line rate of its link: the supervisor, readout units
+/// and collector nodes, or a sub-farm's SFC and workers.
+fn host_roles(sc: &Scenario) -> Vec<(RoleId, u64)> {
+    let (s, n) = (&sc.system, &sc.network);
+    match &sc.farm {
+        Some(f) => std::iter::once((RoleId::Sfc, f.sfc_link_bps))
+            .chain((0..f.workers).map(|w| (RoleId::Worker(WorkerId(w)), f.worker_link_bps)))
+            .collect(),
+        None => std::iter::once((RoleId::Supervisor, n.node_link_bps.max(n.readout_link_bps)))
+            .chain((0..s.readout_units).map(|r| (RoleId::Readout(ReadoutId(r)), n.readout_link_bps)))
+            .chain((0..s.nodes).map(|c| (RoleId::Collector(NodeId(c)), n.node_link_bps)))
+            .collect(),
+    }
+}
+
+/// The network a testbed emulates, if it can: every host on one switch (a star), or a parallel
+/// leaf-spine's data network between the readout units and nodes (its hosts also share a
+/// control bridge, which is the testbed's own).
+fn emulated_network(sc: &Scenario, roles: &[(RoleId, u64)]) -> Result<NetworkPlan, (String, String)> {
+    let n = &sc.network;
+    match n.topology {
+        Topology::Star => Ok(NetworkPlan::of_hosts(n, roles.iter().map(|&(role, bps)| (role.host(), bps)).collect())),
+        Topology::ParallelLeafSpine if sc.farm.is_none() && sc.pipe.is_none() => {
+            Ok(NetworkPlan::build(n, sc.system.readout_units, sc.system.nodes))
         }
-        let n = &sc.network;
-        let mut port_buffer_bytes = 0;
-        let mut fabric = None;
-        match n.topology {
-            Topology::Star => match n.switch.as_ref().map(|s| (s.kind, &s.buffer)) {
-                Some((SwitchKind::Daqring, _)) => {}
-                Some((_, BufferConfig::Dedicated { port_bytes })) | Some((_, BufferConfig::Deep { port_bytes })) => {
-                    port_buffer_bytes = *port_bytes
-                }
-                Some((_, BufferConfig::Shared { .. })) => bad(
-                    "network.switch.buffer.scheme",
-                    "is shared; a Linux port queue (tbf) is per port: use dedicated (the simulator models shared pools)"
-                        .into(),
-                ),
-                None => bad("network.switch", "is missing".into()),
-            },
-            Topology::ParallelLeafSpine if sc.farm.is_none() && sc.pipe.is_none() => match OvsFabric::new(sc, id) {
-                // The control network's ports: deep, as nothing but control messages cross it.
-                Ok(f) => (fabric, port_buffer_bytes) = (Some(f), HOST_QUEUE_BYTES),
-                Err(list) => list.into_iter().for_each(|(field, m)| bad(&field, m)),
-            },
-            other => bad(
-                "network.topology",
+        other => Err((
+            "network.topology".into(),
+            format!(
+                "is {}; the testbed builds one switch (topology = \"star\") or a parallel leaf-spine of Open \
+                 vSwitch bridges (the simulator runs every topology)",
+                other.name()
+            ),
+        )),
+    }
+}
+
+/// What of `network` a testbed cannot emulate, naming the scenario field of each: shared buffer
+/// pools, daqrings in a fabric, a daqring switch's polling cycle, edge hosts' buses, ports that
+/// hold less than a frame.
+fn unsupported_ports(network: &NetworkPlan, mtu_bytes: u32) -> Problems {
+    let mut problems: Problems = Vec::new();
+    let mut bad = |field: String, m: String| {
+        if !problems.iter().any(|(f, _)| *f == field) {
+            problems.push((field, m));
+        }
+    };
+    let frame = skb_bytes(mtu_bytes);
+    for (sw, port) in network.switch_ports() {
+        let sw = network.switch(sw);
+        let ring = matches!(port.to, Vertex::Switch(t) if network.switch(t).role == SwitchRole::Daqrings);
+        match (sw.role, sw.kind, port.buffer) {
+            (SwitchRole::Leaf { .. } | SwitchRole::Spine { .. } | SwitchRole::Rack(_), SwitchKind::Daqring, _) => bad(
+                format!("{}.kind", sw.field),
+                "is daqring; the testbed's Open vSwitch bridges have no daqrings: use bridge (the simulator models \
+                 daqring fabrics)"
+                    .into(),
+            ),
+            _ if ring => bad(
+                format!("{}.daqring.poll_cycle_ns", sw.field),
                 format!(
-                    "is {}; the testbed builds one switch (topology = \"star\") or a parallel leaf-spine of Open \
-                     vSwitch bridges (the simulator runs every topology)",
-                    other.name()
+                    "is {} ns; the testbed's daqring switch polls as fast as it can: set 0 (burst_frames still \
+                     applies)",
+                    port.shaper_burst_ns.unwrap_or(0)
                 ),
             ),
-        }
-        if n.edge.is_some() {
-            bad(
-                "network.edge",
-                "is set; the testbed's hosts take frames as fast as their links bring them (the simulator models a \
-                 slower bus)"
+            (_, _, NetPortBuffer::Shared { .. }) => bad(
+                format!("{}.buffer.scheme", sw.field),
+                "is shared; a Linux port queue (tbf) is per port: use dedicated (the simulator models shared pools)"
                     .into(),
-            );
+            ),
+            (_, kind, NetPortBuffer::Dedicated(bytes)) if bytes < frame => bad(
+                match kind {
+                    SwitchKind::Bridge => format!("{}.buffer.port_bytes", sw.field),
+                    SwitchKind::Daqring => format!("{}.daqring.queue_bytes", sw.field),
+                },
+                format!("is {bytes}; a port must hold at least one frame ({frame} bytes at this MTU)"),
+            ),
+            _ => {}
         }
-        if let Some(cycle) = n.switch.as_ref().map(|s| s.daqring.poll_cycle_ns).filter(|&c| c > 0) {
-            bad(
-                "network.switch.daqring.poll_cycle_ns",
+    }
+    if !network.edge_ports.is_empty() {
+        bad(
+            "network.edge".into(),
+            "is set; the testbed's hosts take frames as fast as their links bring them (the simulator models a \
+             slower bus)"
+                .into(),
+        );
+    }
+    problems
+}
+
+/// What a testbed cannot do with `sc` beside its network: its name, the MTU, the minimum RTO,
+/// more hosts than a bridge takes.
+fn unsupported_settings(sc: &Scenario, id: &str, hosts: u32) -> (Problems, Problems) {
+    let (mut early, mut late): (Problems, Problems) = (Vec::new(), Vec::new());
+    if !valid_id(id) {
+        early.push(("(testbed name)".into(), format!("`{id}`: use 1–24 of a-z, 0-9 and '-', not starting with '-'")));
+    }
+    let n = &sc.network;
+    if !(576..=9000).contains(&n.mtu_bytes) {
+        late.push(("network.mtu_bytes".into(), format!("is {}; veth links take 576 to 9000", n.mtu_bytes)));
+    }
+    if !n.tcp.min_rto_ns.is_multiple_of(1_000_000) || n.tcp.min_rto_ns < 1_000_000 {
+        late.push((
+            "network.tcp.min_rto_ns".into(),
+            format!("is {}; a route's rto_min is a whole number of ms (at least 1 ms)", n.tcp.min_rto_ns),
+        ));
+    }
+    if hosts > MAX_BRIDGE_PORTS {
+        let s = &sc.system;
+        late.push(match &sc.farm {
+            Some(f) => (
+                "farm.workers".into(),
+                format!("is {}; a Linux bridge takes at most {MAX_BRIDGE_PORTS} hosts", f.workers),
+            ),
+            None => (
+                "system.readout_units".into(),
                 format!(
-                    "is {cycle} ns; the testbed's daqring switch polls as fast as it can: set 0 (burst_frames still \
-                     applies)"
+                    "{} readout units + {} nodes + the supervisor = {hosts} hosts; a Linux bridge takes at most \
+                     {MAX_BRIDGE_PORTS}",
+                    s.readout_units, s.nodes
                 ),
-            );
+            ),
+        });
+    }
+    (early, late)
+}
+
+impl TestbedPlan {
+    /// The testbed for `sc`, named `id`, or the list of (field, problem) that stop the
+    /// scenario from running in a testbed: one check of the network it would emulate and of its
+    /// settings, before anything is built.
+    pub fn new(sc: &Scenario, id: &str) -> Result<TestbedPlan, Problems> {
+        let roles = host_roles(sc);
+        let (mut problems, late) = unsupported_settings(sc, id, roles.len() as u32);
+        // A bridge's worth of hosts is what the check may plan; more is refused unplanned.
+        let network = if roles.len() as u32 > MAX_BRIDGE_PORTS {
+            None
+        } else {
+            emulated_network(sc, &roles).map_err(|p| problems.push(p)).ok()
+        };
+        if let Some(network) = &network {
+            problems.extend(unsupported_ports(network, sc.network.mtu_bytes));
         }
-        let frame = skb_bytes(n.mtu_bytes);
-        if port_buffer_bytes != 0 && port_buffer_bytes < frame {
-            bad(
-                "network.switch.buffer.port_bytes",
-                format!("is {port_buffer_bytes}; a port must hold at least one frame ({frame} bytes at this MTU)"),
-            );
+        problems.extend(late);
+        match network {
+            Some(network) if problems.is_empty() => Ok(Self::build(sc, id, &roles, network)),
+            _ => Err(problems),
         }
-        if !(576..=9000).contains(&n.mtu_bytes) {
-            bad("network.mtu_bytes", format!("is {}; veth links take 576 to 9000", n.mtu_bytes));
-        }
+    }
+
+    /// The testbed of `sc` emulating `network` (checked by [`TestbedPlan::new`]).
+    fn build(sc: &Scenario, id: &str, roles: &[(RoleId, u64)], network: NetworkPlan) -> TestbedPlan {
+        let n = &sc.network;
+        let ns = |short: &str| format!("{PREFIX}{id}-{short}");
+        let (switch, control) = match n.topology {
+            Topology::ParallelLeafSpine => {
+                let fabric = OvsFabric::new(sc, network, id).expect("a valid parallel leaf-spine places its flows");
+                (TestbedSwitch::Fabric(Box::new(fabric)), None)
+            }
+            _ if network.switches[0].kind == SwitchKind::Daqring => {
+                let daqring = n.switch.as_ref().expect("a star has [network.switch]").daqring.clone();
+                (TestbedSwitch::Daqring(daqring), Some(network))
+            }
+            _ => (TestbedSwitch::Bridge, Some(network)),
+        };
+        let hosts = roles
+            .iter()
+            .enumerate()
+            .map(|(i, &(role, link_bps))| {
+                let short = short_name(role);
+                // The switch's port towards the host: a star's, or the control bridge's (deep, as
+                // nothing but control messages cross it).
+                let port_buffer_bytes = control.as_ref().map_or(HOST_QUEUE_BYTES, |star| port_bytes_towards(star, i));
+                Host { role, ns: ns(&short), name: role.host(), short, ip: address(role), link_bps, port_buffer_bytes }
+            })
+            .collect();
+        let soft_switch = matches!(switch, TestbedSwitch::Daqring(_));
+        // The hosts that send the bulk of the traffic share the machine's shaper wake-ups.
+        let senders = sc.farm.as_ref().map_or(sc.system.readout_units, |f| f.workers);
         let congestion = match n.tcp.congestion_control {
             CongestionControl::Newreno => "reno",
             CongestionControl::Cubic => "cubic",
             // Linux has none: daqnet's own, a BPF program holding the window at initcwnd.
             CongestionControl::Static => crate::static_cc::NAME,
         };
-        let initcwnd = match n.tcp.congestion_control {
-            CongestionControl::Static => n.tcp.static_cwnd_segments,
-            _ => n.tcp.initial_cwnd_segments,
-        };
-        let rto_min_ms = n.tcp.min_rto_ns / 1_000_000;
-        if !n.tcp.min_rto_ns.is_multiple_of(1_000_000) || rto_min_ms == 0 {
-            bad(
-                "network.tcp.min_rto_ns",
-                format!("is {}; a route's rto_min is a whole number of ms (at least 1 ms)", n.tcp.min_rto_ns),
-            );
-        }
-        let s = &sc.system;
-        let switch = match (fabric, n.switch.as_ref()) {
-            (Some(f), _) => TestbedSwitch::Fabric(Box::new(f)),
-            (None, Some(sw)) if sw.kind == SwitchKind::Daqring => TestbedSwitch::Daqring(sw.daqring.clone()),
-            (None, _) => TestbedSwitch::Bridge,
-        };
-        let soft_switch = matches!(switch, TestbedSwitch::Daqring(_));
-        let hosts = 1 + sc.farm.as_ref().map_or(s.readout_units + s.nodes, |f| f.workers);
-        if let Some(f) = sc.farm.as_ref().filter(|_| hosts > MAX_BRIDGE_PORTS) {
-            bad("farm.workers", format!("is {}; a Linux bridge takes at most {} hosts", f.workers, MAX_BRIDGE_PORTS));
-        } else if hosts > MAX_BRIDGE_PORTS {
-            bad(
-                "system.readout_units",
-                format!(
-                    "{} readout units + {} nodes + the supervisor = {hosts} hosts; a Linux bridge takes at most {MAX_BRIDGE_PORTS}",
-                    s.readout_units, s.nodes
-                ),
-            );
-        }
-        if !problems.is_empty() {
-            return Err(problems);
-        }
-        let ns = |short: &str| format!("{PREFIX}{id}-{short}");
-        let ip = |third: u32, i: u32| Ipv4Addr::new(10, 88, (third + i / 250) as u8, (i % 250 + 1) as u8);
-        let host = |role: RoleId, ip, link_bps| {
-            let short = match role {
-                RoleId::Readout(r) => format!("r{r}"),
-                RoleId::Collector(n) => format!("c{n}"),
-                RoleId::Worker(w) => format!("w{w}"),
-                RoleId::Supervisor | RoleId::Sfc => role.host(),
-            };
-            Host { role, ns: ns(&short), name: role.host(), short, ip, link_bps, port_buffer_bytes }
-        };
-        let list = match &sc.farm {
-            // The SFC, then its workers.
-            Some(f) => std::iter::once(host(RoleId::Sfc, ip(0, 0), f.sfc_link_bps))
-                .chain((0..f.workers).map(|w| host(RoleId::Worker(WorkerId(w)), ip(8, w), f.worker_link_bps)))
-                .collect(),
-            None => {
-                let mut list = vec![host(RoleId::Supervisor, ip(0, 0), n.node_link_bps.max(n.readout_link_bps))];
-                list.extend(
-                    (0..s.readout_units).map(|r| host(RoleId::Readout(ReadoutId(r)), ip(16, r), n.readout_link_bps)),
-                );
-                list.extend((0..s.nodes).map(|c| host(RoleId::Collector(NodeId(c)), ip(8, c), n.node_link_bps)));
-                list
-            }
-        };
-        // The hosts that send the bulk of the traffic share the machine's shaper wake-ups.
-        let senders = sc.farm.as_ref().map_or(s.readout_units, |f| f.workers);
-        Ok(TestbedPlan {
+        TestbedPlan {
             id: id.to_string(),
             switch_ns: ns("sw"),
-            hosts: list,
+            hosts,
             mtu_bytes: n.mtu_bytes,
-            rto_min_ms,
+            rto_min_ms: n.tcp.min_rto_ns / 1_000_000,
             host_burst_ns: if n.host_burst_ns > 0 {
                 n.host_burst_ns
             } else {
                 default_host_burst_ns(senders, soft_switch)
             },
-            initcwnd_segments: initcwnd,
+            initcwnd_segments: match n.tcp.congestion_control {
+                CongestionControl::Static => n.tcp.static_cwnd_segments,
+                _ => n.tcp.initial_cwnd_segments,
+            },
             delayed_ack: n.tcp.delayed_ack,
             congestion: congestion.into(),
             sack: n.tcp.sack,
@@ -416,7 +522,7 @@ impl TestbedPlan {
             tail_loss_probe: n.tcp.tail_loss_probe,
             cpus: std::thread::available_parallelism().map_or(1, |c| c.get() as u32),
             switch,
-        })
+        }
     }
 
     /// [`TestbedPlan::new`] with the problems as one error, a line per field, naming `origin`
@@ -463,97 +569,24 @@ impl TestbedPlan {
 
     /// The steps that build the testbed from nothing, in order.
     pub fn steps(&self) -> Vec<Step> {
-        let mut v = Vec::new();
-        let sw = self.switch_ns.as_str();
-        let mtu = self.mtu_bytes.to_string();
-        for ns in self.namespaces() {
-            v.push(run(&["ip", "netns", "add", &ns]));
-            // No IPv6: no router solicitations or duplicate-address probes on the links.
-            for key in ["net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"] {
-                v.push(Step::Sysctl { ns: ns.clone(), key: key.into(), value: "1".into() });
-            }
-            // A veth hands each frame to the backlog of the CPU that sent it, and a shaper sends
-            // from whichever CPU its timer fires on: frames of one flow would overtake each
-            // other. Receive packet steering by flow hash keeps every flow on one CPU, in order.
-            v.push(Step::Sysctl {
-                ns: ns.clone(),
-                key: "net.core.rps_default_mask".into(),
-                value: cpu_mask(self.cpus),
-            });
-        }
+        let mut v: Vec<Step> = self.namespaces().iter().flat_map(|ns| self.namespace_steps(ns)).collect();
         // The bridge switches everything, or only the control messages beside a fabric.
-        let bridge = !matches!(self.switch, TestbedSwitch::Daqring(_));
-        if bridge {
-            v.push(run(&[
-                "ip",
-                "-n",
-                sw,
-                "link",
-                "add",
-                "br0",
-                "type",
-                "bridge",
-                "stp_state",
-                "0",
-                "forward_delay",
-                "0",
-            ]));
+        if self.has_bridge() {
+            let sw = self.switch_ns.as_str();
+            #[rustfmt::skip]
+            v.push(run(&["ip", "-n", sw, "link", "add", "br0", "type", "bridge", "stp_state", "0", "forward_delay",
+                "0"]));
             v.push(run(&["ip", "-n", sw, "link", "set", "br0", "up"]));
         }
         for h in &self.hosts {
-            let ns = h.ns.as_str();
-            let tcp = [
-                ("net.ipv4.tcp_sack", u8::from(self.sack).to_string()),
-                ("net.ipv4.tcp_slow_start_after_idle", u8::from(self.slow_start_after_idle).to_string()),
-                ("net.ipv4.tcp_reordering", self.dupack_threshold.to_string()),
-                ("net.ipv4.tcp_recovery", u8::from(self.rack).to_string()),
-                ("net.ipv4.tcp_early_retrans", if self.tail_loss_probe { "3" } else { "0" }.into()),
-                // Every run starts cold: no RTT or window remembered from an earlier connection.
-                ("net.ipv4.tcp_no_metrics_save", "1".into()),
-            ];
-            for (key, value) in tcp {
-                v.push(Step::Sysctl { ns: ns.into(), key: key.into(), value });
-            }
-            #[rustfmt::skip]
-            v.push(run(&["ip", "link", "add", "eth0", "netns", ns, "address", &h.mac(), "mtu", &mtu, "type", "veth",
-                "peer", "name", &h.short, "netns", sw, "mtu", &mtu]));
-            v.push(Step::OffloadsOff { ns: ns.into(), dev: "eth0".into() });
-            v.push(Step::OffloadsOff { ns: sw.into(), dev: h.short.clone() });
-            if bridge {
-                v.push(run(&["ip", "-n", sw, "link", "set", &h.short, "master", "br0", "up"]));
-            } else {
-                v.push(run(&["ip", "-n", sw, "link", "set", &h.short, "up"]));
-                // The daqring switch does not flood: every host knows its peers' MACs.
-                for peer in self.peers(h) {
-                    #[rustfmt::skip]
-                    v.push(run(&["ip", "-n", ns, "neigh", "replace", &peer.ip.to_string(), "lladdr", &peer.mac(),
-                        "dev", "eth0", "nud", "permanent"]));
-                }
-            }
-            v.push(run(&["ip", "-n", ns, "addr", "add", &format!("{}/16", h.ip), "dev", "eth0"]));
-            v.push(run(&["ip", "-n", ns, "link", "set", "lo", "up"]));
-            v.push(run(&["ip", "-n", ns, "link", "set", "eth0", "up"]));
-            let mut route: Vec<String> =
-                ["ip", "-n", ns, "route", "replace", SUBNET, "dev", "eth0"].iter().map(|s| s.to_string()).collect();
-            route.extend(["proto", "kernel", "scope", "link", "src"].map(String::from));
-            route.push(h.ip.to_string());
-            route.extend(self.route_options());
-            v.push(Step::Run(route));
-            v.push(shaper(ns, "eth0", h.link_bps, self.host_burst_ns, HOST_QUEUE_BYTES, self.mtu_bytes));
-            if bridge {
-                let limit = switch_queue_limit(h.port_buffer_bytes, self.mtu_bytes);
-                v.push(shaper(sw, &h.short, h.link_bps, SWITCH_BURST_NS, limit, self.mtu_bytes));
-                if let Some(supervisor) = self.control_first().filter(|&ip| ip != h.ip) {
-                    v.extend(control_band(sw, &h.short, limit, self.mtu_bytes, supervisor));
-                }
-            }
+            v.extend(self.host_steps(h));
         }
         if let TestbedSwitch::Fabric(f) = &self.switch {
             let of = |kind: fn(&RoleId) -> bool| -> Vec<&str> {
                 self.hosts.iter().filter(|h| kind(&h.role)).map(|h| h.ns.as_str()).collect()
             };
             v.extend(f.steps(&FabricHosts {
-                sw,
+                sw: &self.switch_ns,
                 readouts: of(|r| matches!(r, RoleId::Readout(_))),
                 nodes: of(|r| matches!(r, RoleId::Collector(_))),
                 mtu_bytes: self.mtu_bytes,
@@ -562,6 +595,82 @@ impl TestbedPlan {
             }));
         }
         v
+    }
+
+    /// Whether a Linux bridge `br0` joins the hosts: every testbed's but the daqring switch's.
+    fn has_bridge(&self) -> bool {
+        !matches!(self.switch, TestbedSwitch::Daqring(_))
+    }
+
+    /// Namespace `ns` and its settings.
+    fn namespace_steps(&self, ns: &str) -> Vec<Step> {
+        let sysctl = |key: &str, value: String| Step::Sysctl { ns: ns.into(), key: key.into(), value };
+        vec![
+            run(&["ip", "netns", "add", ns]),
+            // No IPv6: no router solicitations or duplicate-address probes on the links.
+            sysctl("net.ipv6.conf.all.disable_ipv6", "1".into()),
+            sysctl("net.ipv6.conf.default.disable_ipv6", "1".into()),
+            // A veth hands each frame to the backlog of the CPU that sent it, and a shaper sends
+            // from whichever CPU its timer fires on: frames of one flow would overtake each
+            // other. Receive packet steering by flow hash keeps every flow on one CPU, in order.
+            sysctl("net.core.rps_default_mask", cpu_mask(self.cpus)),
+        ]
+    }
+
+    /// Host `h`: its TCP settings, its link to the switch, its address and route, and the
+    /// shaping of both ends of its link.
+    fn host_steps(&self, h: &Host) -> Vec<Step> {
+        let (ns, sw) = (h.ns.as_str(), self.switch_ns.as_str());
+        let mut v = self.tcp_settings(ns);
+        let mtu = self.mtu_bytes.to_string();
+        #[rustfmt::skip]
+        v.push(run(&["ip", "link", "add", "eth0", "netns", ns, "address", &h.mac(), "mtu", &mtu, "type", "veth",
+            "peer", "name", &h.short, "netns", sw, "mtu", &mtu]));
+        v.push(Step::OffloadsOff { ns: ns.into(), dev: "eth0".into() });
+        v.push(Step::OffloadsOff { ns: sw.into(), dev: h.short.clone() });
+        if self.has_bridge() {
+            v.push(run(&["ip", "-n", sw, "link", "set", &h.short, "master", "br0", "up"]));
+        } else {
+            v.push(run(&["ip", "-n", sw, "link", "set", &h.short, "up"]));
+            // The daqring switch does not flood: every host knows its peers' MACs.
+            for peer in self.peers(h) {
+                #[rustfmt::skip]
+                v.push(run(&["ip", "-n", ns, "neigh", "replace", &peer.ip.to_string(), "lladdr", &peer.mac(),
+                    "dev", "eth0", "nud", "permanent"]));
+            }
+        }
+        v.push(run(&["ip", "-n", ns, "addr", "add", &format!("{}/16", h.ip), "dev", "eth0"]));
+        v.push(run(&["ip", "-n", ns, "link", "set", "lo", "up"]));
+        v.push(run(&["ip", "-n", ns, "link", "set", "eth0", "up"]));
+        let mut route: Vec<String> =
+            ["ip", "-n", ns, "route", "replace", SUBNET, "dev", "eth0"].iter().map(|s| s.to_string()).collect();
+        route.extend(["proto", "kernel", "scope", "link", "src"].map(String::from));
+        route.push(h.ip.to_string());
+        route.extend(self.route_options());
+        v.push(Step::Run(route));
+        v.push(shaper(ns, "eth0", h.link_bps, self.host_burst_ns, HOST_QUEUE_BYTES, self.mtu_bytes));
+        if self.has_bridge() {
+            let limit = switch_queue_limit(h.port_buffer_bytes, self.mtu_bytes);
+            v.push(shaper(sw, &h.short, h.link_bps, SWITCH_BURST_NS, limit, self.mtu_bytes));
+            if let Some(supervisor) = self.control_first().filter(|&ip| ip != h.ip) {
+                v.extend(control_band(sw, &h.short, limit, self.mtu_bytes, supervisor));
+            }
+        }
+        v
+    }
+
+    /// The TCP sysctls every host of the testbed gets, in namespace `ns`.
+    fn tcp_settings(&self, ns: &str) -> Vec<Step> {
+        let tcp = [
+            ("net.ipv4.tcp_sack", u8::from(self.sack).to_string()),
+            ("net.ipv4.tcp_slow_start_after_idle", u8::from(self.slow_start_after_idle).to_string()),
+            ("net.ipv4.tcp_reordering", self.dupack_threshold.to_string()),
+            ("net.ipv4.tcp_recovery", u8::from(self.rack).to_string()),
+            ("net.ipv4.tcp_early_retrans", if self.tail_loss_probe { "3" } else { "0" }.into()),
+            // Every run starts cold: no RTT or window remembered from an earlier connection.
+            ("net.ipv4.tcp_no_metrics_save", "1".into()),
+        ];
+        tcp.into_iter().map(|(key, value)| Step::Sysctl { ns: ns.into(), key: key.into(), value }).collect()
     }
 
     /// The switch's ports whose queues are sampled during a run: (interface in the switch
@@ -768,6 +877,7 @@ pub(crate) fn shaper(ns: &str, dev: &str, rate_bps: u64, burst_ns: u64, limit_by
 #[cfg(test)]
 mod tests {
     use super::*;
+    use daqnet_core::scenario::BufferConfig;
 
     /// The programs `p` runs, each as one line.
     fn commands(p: &TestbedPlan) -> Vec<String> {
@@ -949,15 +1059,24 @@ mod tests {
             BufferConfig::Shared { pool_bytes: 1, ports_per_pool: 2, port_cap_bytes: 1 };
         sc.network.tcp.min_rto_ns = 1_500_000;
         sc.network.edge = Some(daqnet_core::scenario::EdgeHost { bus_bps: 1, nic_buffer_bytes: 1 });
-        sc.network.switch.as_mut().unwrap().daqring.poll_cycle_ns = 1000;
         let fields: Vec<String> = TestbedPlan::new(&sc, "UP").unwrap_err().into_iter().map(|(f, _)| f).collect();
-        let expected = [
-            "(testbed name)",
-            "network.switch.buffer.scheme",
-            "network.edge",
-            "network.switch.daqring.poll_cycle_ns",
-            "network.tcp.min_rto_ns",
-        ];
+        let expected = ["(testbed name)", "network.switch.buffer.scheme", "network.edge", "network.tcp.min_rto_ns"];
         assert_eq!(fields, expected);
+        // A daqring switch whose polling cycle limits its rate (2 frames per 100 µs, below 1 Gb/s)
+        // has rate-limited rings, which the testbed's switch has not; on a bridge the daqring
+        // settings are unused, as in the simulator.
+        let mut sc = incast();
+        let sw = sc.network.switch.as_mut().unwrap();
+        (sw.daqring.poll_cycle_ns, sw.daqring.burst_frames) = (100_000, 2);
+        assert!(TestbedPlan::new(&sc, "t1").is_ok());
+        sc.network.switch.as_mut().unwrap().kind = SwitchKind::Daqring;
+        let fields: Vec<String> = TestbedPlan::new(&sc, "t1").unwrap_err().into_iter().map(|(f, _)| f).collect();
+        assert_eq!(fields, ["network.switch.daqring.poll_cycle_ns"]);
+        // Ports too small for a frame, named by what sizes them.
+        let mut sc = incast();
+        sc.network.switch.as_mut().unwrap().buffer = BufferConfig::Dedicated { port_bytes: 1000 };
+        let problems = TestbedPlan::new(&sc, "t1").unwrap_err();
+        assert_eq!(problems[0].0, "network.switch.buffer.port_bytes");
+        assert!(problems[0].1.contains("1514 bytes"), "{}", problems[0].1);
     }
 }

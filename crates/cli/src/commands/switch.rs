@@ -4,13 +4,8 @@ use clap::Args;
 use daqnet_switch::SwitchConfig;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 /// Arguments of `daqnet switch`.
 #[derive(Args)]
@@ -35,11 +30,12 @@ pub struct SwitchArgs {
 /// Runs `daqnet switch`.
 pub fn run(a: SwitchArgs) -> anyhow::Result<ExitCode> {
     let cfg = SwitchConfig::load(&a.config)?;
-    for sig in [libc::SIGTERM, libc::SIGINT] {
-        unsafe { libc::signal(sig, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t) };
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
     let ports = cfg.ports.len();
-    let report = daqnet_switch::run::run(&cfg, &STOP, || {
+    let report = daqnet_switch::run::run(&cfg, &stop, || {
         use std::io::Write;
         println!("daqnet switch: ready on {ports} ports");
         let _ = std::io::stdout().flush();

@@ -25,6 +25,7 @@ use std::process::ExitCode;
 daqnet testbed run scenarios/testbed/incast-32.toml\n  \
 daqnet testbed run scenarios/testbed/incast-32.toml --set network.switch.buffer.port_bytes=4MB\n  \
 daqnet testbed up scenarios/testbed/incast-32.toml\n  \
+daqnet testbed up scenarios/testbed/incast-32.toml --dry-run   # the commands, touching nothing\n  \
 ip netns exec daqnet-incast-32-c0 sh   # a shell on the collector node's host\n  \
 daqnet testbed down scenarios/testbed/incast-32.toml\n\
 Compare with the simulator over a sweep: daqnet validate FILE --vary PATH=LIST (docs/testbed.md).")]
@@ -55,6 +56,10 @@ struct UpArgs {
     /// Testbed name (default: the scenario file's name); namespaces are daqnet-NAME-HOST.
     #[arg(long)]
     name: Option<String>,
+    /// Print every step that would build the testbed, one per line, and touch nothing (no root
+    /// needed): the `ip` and `tc` commands, sysctls, offload settings and Open vSwitch files.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 #[derive(Args)]
@@ -147,6 +152,12 @@ pub fn run(a: TestbedArgs) -> anyhow::Result<ExitCode> {
             let sc = super::load_run_scenario(&u.file, &u.set)?;
             let id = u.name.unwrap_or_else(|| default_name(&u.file));
             let p = TestbedPlan::checked(&sc, &id, &u.file.display().to_string())?;
+            if u.dry_run {
+                for step in p.steps() {
+                    println!("{step}");
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
             lifecycle::check_prerequisites()?;
             clear_leftovers()?;
             match lifecycle::up(&p, None, &u.file.display().to_string())? {

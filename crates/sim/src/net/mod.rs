@@ -1,9 +1,10 @@
-//! The simulated network: Ethernet framing, output ports with buffer schemes, and the fabric
-//! (hosts, switches, routes) built from a scenario's `[network]`.
+//! The simulated network: Ethernet framing, output ports with buffer schemes, and the live
+//! ports of a scenario's network plan (`daqnet_fabric::network`).
 
-pub mod fabric;
+pub mod network;
 pub mod port;
 pub mod wire;
 
-pub use fabric::{Fabric, Vertex};
+pub use daqnet_fabric::network::Vertex;
+pub use network::Network;
 pub use port::{Admission, BufferPools, Port, PortBuffer};
