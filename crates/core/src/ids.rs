@@ -55,7 +55,7 @@ id!(
     PuId(u32)
 );
 id!(
-    /// A worker node of a sub-farm, numbered from 0 ([`crate::farm`]).
+    /// A worker node of a sub-farm, numbered from 0 (see the `farm` module).
     WorkerId(u32)
 );
 id!(

@@ -8,8 +8,9 @@
 //! the SFC's rate: the uplink ran at that rate too, so it added no bottleneck.
 
 use crate::engine::EventQueue;
+use crate::main_loop::{run, Dataflow};
 use crate::net::Network;
-use crate::sockets::{run, Dataflow, End, Ev, Sockets};
+use crate::sockets::{End, Ev, Sockets};
 use crate::tcp::TcpParams;
 use crate::world::{SimOptions, SimOutput};
 use daqnet_core::farm::{Dispatcher, DispatcherOutput, EventSource, FarmError, FarmTally, Token, Worker, WorkerOutput};

@@ -2,10 +2,12 @@
 //!
 //! * [`engine`]: the event queue (integer nanoseconds, ties in insertion order).
 //! * [`net`]: Ethernet framing, output-queued switch ports with dedicated, shared and deep
-//!   buffers, and the fabric built from a scenario.
+//!   buffers, live from the scenario's network plan (`daqnet_fabric::network`).
 //! * [`tcp`]: the TCP model (Linux as reference).
-//! * [`sockets`]: TCP connections between the fabric's hosts carrying application messages,
+//! * [`sockets`]: TCP connections between the network's hosts carrying application messages,
 //!   the one layer every simulated dataflow runs over.
+//! * [`main_loop`]: the run loop every dataflow shares (pop, trace, dispatch), and the
+//!   [`main_loop::Dataflow`] trait a dataflow implements for it.
 //! * [`farm`]: the LHCb sub-farm (`core`'s dispatcher and workers) over the same layers.
 //! * [`pipe`]: DAQPIPE's event building (event manager, builder units) over the same layers.
 //! * [`trace`]: time series of chosen ports and TCP senders during a run.
@@ -16,6 +18,7 @@
 pub mod engine;
 pub mod farm;
 pub mod faults;
+pub mod main_loop;
 pub mod net;
 pub mod pipe;
 mod prefetch;

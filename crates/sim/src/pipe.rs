@@ -7,8 +7,9 @@
 //! is off the data network: its messages take `pipe.control_delay_ns`.
 
 use crate::engine::EventQueue;
+use crate::main_loop::{run, Dataflow};
 use crate::net::Network;
-use crate::sockets::{run, Dataflow, End, Ev, Sockets};
+use crate::sockets::{End, Ev, Sockets};
 use crate::tcp::TcpParams;
 use crate::world::{SimOptions, SimOutput};
 use daqnet_core::pipe::{BuilderOutput, BuilderUnit, EventManager, PipeRoles};

@@ -13,12 +13,10 @@ use crate::net::wire::{frame_bytes, sack_option_bytes};
 use crate::net::{Network, Vertex};
 use crate::prefetch::prefetch;
 use crate::tcp::{AckUrgency, Endpoint, Sender, TcpParams, Transmission};
-use crate::trace::{Targets, TraceSink, TraceSpec, Tracer};
 use daqnet_core::report::{PortStats, RunReport, SimWork, SwitchStats, TcpCounters};
-use daqnet_core::trace::{CaptureSink, CapturedFrame};
+use daqnet_core::trace::{CaptureSink, CapturedFrame, Targets, TraceSpec};
 use daqnet_core::{ConnId, Nanos, Side, NS_PER_S};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// An event of a simulation: the socket layer's, or the dataflow's own (`A`).
 #[derive(Debug, Clone, Copy)]
@@ -37,104 +35,14 @@ pub enum Ev<A> {
     App(A),
 }
 
-/// A simulated dataflow over the socket layer: what the shared run loop ([`run`]) needs of it.
-pub trait Dataflow {
-    /// What its connections carry.
-    type Msg: Copy;
-    /// Its own events.
-    type App: Copy;
-    /// Its sockets and its event queue.
-    fn parts(&mut self) -> (&mut Sockets<Self::Msg>, &mut EventQueue<Ev<Self::App>>);
-    /// Every event it was to build is done (or lost).
-    fn finished(&self) -> bool;
-    /// A message arrived whole on connection `c` (at the end that did not send it).
-    fn on_message(&mut self, c: ConnId, msg: Self::Msg);
-    /// One of its own events is due.
-    fn on_app(&mut self, ev: Self::App);
-
-    /// Handles one event: a frame arriving (a host's messages go to [`Dataflow::on_message`],
-    /// then the receiving end answers), a TCP timer, or its own.
-    #[inline(always)]
-    fn dispatch(&mut self, ev: Ev<Self::App>) {
-        match ev {
-            Ev::Arrive { port } => {
-                let (net, q) = self.parts();
-                let Some(rx) = net.arrive(q, port) else { return };
-                while let Some(msg) = self.parts().0.next_message(&rx) {
-                    self.on_message(rx.conn, msg);
-                }
-                let (net, q) = self.parts();
-                net.pump(q, rx.slot, rx.end);
-            }
-            Ev::Tcp { ep } => {
-                let (net, q) = self.parts();
-                net.on_timer(q, ep);
-            }
-            Ev::App(a) => self.on_app(a),
-        }
-    }
-}
-
-/// A trace to record during a run: what, and where the samples go.
-pub type Tracing<'a> = (TraceSpec, &'a mut dyn TraceSink);
-/// Ports to capture during a run (the `ports` of a spec), and where their frames go.
-pub type Capturing<'a> = (TraceSpec, &'a mut dyn CaptureSink);
-
 /// Captured frames gathered before they go to the sink.
-const CAPTURE_BATCH: usize = 8192;
+pub(crate) const CAPTURE_BATCH: usize = 8192;
 
 /// The ports being captured, and their frames not yet handed on.
 struct Capture {
     /// Per port: its index among the captured ports, or `u32::MAX`.
     index: Vec<u32>,
     frames: Vec<CapturedFrame>,
-}
-
-/// Runs `flow` until it is finished, its queue runs dry or passes `limit_s` simulated
-/// seconds, or `stop` is set, sampling `trace` on the way; returns whether `stop` ended it.
-pub fn run<D: Dataflow>(
-    flow: &mut D,
-    limit_s: f64,
-    stop: Option<&AtomicBool>,
-    (trace, mut capture): (Option<Tracing>, Option<Capturing>),
-) -> bool {
-    let limit = (limit_s * NS_PER_S as f64) as Nanos;
-    let mut tracer = trace.map(|(spec, sink)| Tracer::new(&spec, flow.parts().0, sink));
-    if let Some((spec, sink)) = capture.as_mut() {
-        flow.parts().0.start_capture(spec, &mut **sink);
-    }
-    // Without a trace, one comparison per event.
-    let mut next_sample = tracer.as_ref().map_or(Nanos::MAX, Tracer::next);
-    let mut interrupted = false;
-    while !flow.finished() {
-        let q = flow.parts().1;
-        // A relaxed load every 2^16 scheduler events costs nothing measurable.
-        if q.popped().is_multiple_of(1 << 16) && stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
-            interrupted = true;
-            break;
-        }
-        let Some((now, ev)) = q.pop() else { break };
-        if now > limit {
-            break;
-        }
-        if now >= next_sample {
-            if let Some(t) = tracer.as_mut() {
-                t.sample_until(now, flow.parts().0);
-                next_sample = t.next();
-            }
-        }
-        flow.dispatch(ev);
-        if let Some((_, sink)) = capture.as_mut() {
-            flow.parts().0.flush_capture(&mut **sink, CAPTURE_BATCH);
-        }
-    }
-    if let Some(t) = tracer.as_mut() {
-        t.flush();
-    }
-    if let Some((_, sink)) = capture.as_mut() {
-        flow.parts().0.flush_capture(&mut **sink, 1);
-    }
-    interrupted
 }
 
 /// An end of a connection: the one that opened it (an event builder's collector, a sub-farm
@@ -461,7 +369,7 @@ impl<M: Copy> Sockets<M> {
 
     /// Starts capturing the ports `spec` selects (checked by the caller), telling `sink` their
     /// names and the hosts'.
-    fn start_capture(&mut self, spec: &TraceSpec, sink: &mut dyn CaptureSink) {
+    pub(crate) fn start_capture(&mut self, spec: &TraceSpec, sink: &mut dyn CaptureSink) {
         let targets = self.targets();
         let (ports, _) = spec.resolve(&targets).unwrap_or_default();
         let mut index = vec![u32::MAX; self.net.ports.len()];
@@ -475,7 +383,7 @@ impl<M: Copy> Sockets<M> {
     }
 
     /// Hands the captured frames to `sink` once at least `at_least` are gathered.
-    fn flush_capture(&mut self, sink: &mut dyn CaptureSink, at_least: usize) {
+    pub(crate) fn flush_capture(&mut self, sink: &mut dyn CaptureSink, at_least: usize) {
         if let Some(c) = self.capture.as_mut().filter(|c| c.frames.len() >= at_least) {
             sink.frames(&c.frames);
             c.frames.clear();
@@ -622,6 +530,12 @@ impl<M: Copy> Sockets<M> {
     }
 
     /// Sends whatever `end` of `c` may send now, an ACK if one is due, and re-arms its timer.
+    /// The end that received `rx` answers: it acknowledges and sends what its window allows.
+    #[inline]
+    pub(crate) fn answer<A>(&mut self, q: &mut EventQueue<Ev<A>>, rx: &Received) {
+        self.pump(q, rx.slot, rx.end);
+    }
+
     fn pump<A>(&mut self, q: &mut EventQueue<Ev<A>>, c: Slot, end: End) {
         let now = q.now();
         let mut txbuf = std::mem::take(&mut self.txbuf);

@@ -3,8 +3,9 @@
 
 use crate::engine::EventQueue;
 use crate::faults::{FaultPlan, Faults};
+use crate::main_loop::{run, Dataflow};
 use crate::net::Network;
-use crate::sockets::{run, Dataflow, End, Ev, SegmentDrop, Sockets};
+use crate::sockets::{End, Ev, SegmentDrop, Sockets};
 use crate::tcp::TcpParams;
 use daqnet_core::dataflow::{
     startup_order, BuiltEvent, DataRequest, DataResponse, Node, NodeInput, NodeOutput, PuOutput, ReadoutUnit,
@@ -48,9 +49,9 @@ pub struct SimOptions<'a> {
     pub faults: Vec<FaultPlan>,
     /// Time series to record, and where they go (checked by the caller with
     /// [`crate::trace_targets`]).
-    pub trace: Option<crate::sockets::Tracing<'a>>,
+    pub trace: Option<crate::main_loop::Tracing<'a>>,
     /// Ports whose frames to capture, and where they go (checked like `trace`).
-    pub capture: Option<crate::sockets::Capturing<'a>>,
+    pub capture: Option<crate::main_loop::Capturing<'a>>,
 }
 
 impl SimOptions<'_> {

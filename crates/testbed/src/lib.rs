@@ -10,8 +10,8 @@
 //! gains the kernel's counters: qdisc drops and sampled peak backlog per port, TCP retransmits
 //! and timeouts per host.
 //!
-//! [`plan`] derives the testbed from a scenario without touching the system; [`lifecycle`]
-//! brings it up and down; [`run`] runs a scenario in it.
+//! [`plan`] derives the testbed from a scenario's network plan without touching the system, as
+//! [`steps`]; [`lifecycle`] brings it up and down; [`run`] runs a scenario in it.
 
 pub mod controller;
 pub mod kernel_hz;
@@ -22,3 +22,4 @@ pub mod plan;
 pub mod qdisc;
 pub mod run;
 pub mod static_cc;
+pub mod steps;

@@ -6,15 +6,15 @@
 //! whose owner is dead, or that has no state file, is a leftover; the next `up` removes it.
 
 use crate::netns;
-use crate::plan::{id_of_namespace, Step, TestbedPlan};
+use crate::plan::{id_of_namespace, TestbedPlan};
+use crate::steps::Step;
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-/// Where testbeds record themselves (and keep their Open vSwitch files).
-pub const STATE_DIR: &str = "/run/daqnet/testbed";
+pub use crate::steps::STATE_DIR;
 
 /// What `/run/daqnet/testbed/<id>.json` records.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -159,7 +159,7 @@ pub fn down(id: &str) -> anyhow::Result<usize> {
     let _ = std::fs::remove_file(state_path(id));
     // Open vSwitch's database, sockets and logs; its daemons ran in the switch namespace and
     // were stopped with everything else there.
-    let _ = std::fs::remove_dir_all(crate::ovs::run_dir(id));
+    let _ = std::fs::remove_dir_all(crate::steps::ovs_dir(id));
     Ok(mine.len())
 }
 

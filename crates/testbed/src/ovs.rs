@@ -20,7 +20,7 @@
 //! in bytes, and a port's buffer is what an incast study varies — so tbf does both, as in the
 //! single-switch testbed.
 
-use crate::plan::{shaper, switch_queue_limit, Step, HOST_QUEUE_BYTES, SWITCH_BURST_NS};
+use crate::steps::{ovs_dir, shaper, switch_queue_limit, Step, HOST_QUEUE_BYTES, SWITCH_BURST_NS};
 use daqnet_core::ids::{NodeId, ReadoutId};
 use daqnet_core::{Nanos, Scenario};
 use daqnet_fabric::assign::{place, Placement};
@@ -31,12 +31,6 @@ use daqnet_fabric::rules::{node_ip, readout_ip, Bridge, Peer, Ports};
 use daqnet_fabric::shape::{Shape, Switch};
 use daqnet_fabric::{Element, Failures, PlanError};
 use std::net::Ipv4Addr;
-use std::path::PathBuf;
-
-/// Where a testbed's Open vSwitch keeps its database, sockets, logs and flow files.
-pub fn run_dir(id: &str) -> PathBuf {
-    PathBuf::from(crate::lifecycle::STATE_DIR).join(format!("{id}.ovs"))
-}
 
 /// The database schema Debian's `openvswitch-switch` installs.
 const SCHEMA: &str = "/usr/share/openvswitch/vswitch.ovsschema";
@@ -60,7 +54,7 @@ pub struct OvsFabric {
     pub reaction_ns: Nanos,
     /// The data network the bridges emulate: every port's rate and buffer.
     pub network: NetworkPlan,
-    /// The Open vSwitch run directory ([`run_dir`]).
+    /// The Open vSwitch run directory ([`ovs_dir`]).
     pub dir: String,
     /// Every bridge, in a fixed order: its index names its ports' interfaces.
     pub bridges: Vec<Bridge>,
@@ -121,7 +115,7 @@ impl OvsFabric {
             shape,
             reaction_ns: f.reaction_ns,
             network,
-            dir: run_dir(id).display().to_string(),
+            dir: ovs_dir(id).display().to_string(),
             bridges,
         })
     }
@@ -235,7 +229,7 @@ impl OvsFabric {
     /// The MAC address of a host's fabric interface (`02:01:` and its address), distinct from its
     /// control interface's.
     pub fn mac(ip: Ipv4Addr) -> String {
-        crate::plan::mac(1, ip)
+        crate::steps::mac(1, ip)
     }
 
     /// The plan's port through which bridge `b` sends to `peer`.

@@ -13,7 +13,7 @@ mod tally;
 mod worker;
 
 pub use dispatcher::{Dispatcher, DispatcherOutput, DispatcherStats};
-pub use source::{read_builder_output, Arrival, EventSource};
+pub use source::{Arrival, EventSource};
 pub use tally::FarmTally;
 pub use worker::{Worker, WorkerOutput};
 

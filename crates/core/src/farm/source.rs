@@ -2,17 +2,9 @@
 //! recorded output of an event builder (`[farm.from_builder]`). One rule for every substrate,
 //! so the simulator, a real run and the testbed offer the same events at the same times.
 
-use crate::scenario::{Farm, FromBuilder, Implementation, Rate};
+pub use crate::scenario::farm::Arrival;
+use crate::scenario::{Farm, Implementation, Rate};
 use crate::{EventId, Nanos, NS_PER_S};
-
-/// One event an event builder delivered to the SFC: when it was built, and its size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Arrival {
-    /// Time the builder finished it, ns since its run started.
-    pub at: Nanos,
-    /// Its payload bytes.
-    pub bytes: u64,
-}
 
 /// The SFC's source of events.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,7 +34,7 @@ impl EventSource {
             return Ok(EventSource::OnDemand { bytes });
         }
         if let Some(b) = &farm.from_builder {
-            return read_builder_output(b).map(EventSource::Recorded);
+            return b.read().map(EventSource::Recorded);
         }
         Ok(match farm.source_rate_hz {
             Rate::Unbounded => EventSource::OnDemand { bytes },
@@ -82,65 +74,10 @@ impl EventSource {
     }
 }
 
-/// One row of an `events.csv`, the columns this needs (the others are ignored).
-#[derive(serde::Deserialize)]
-struct Row {
-    node: u32,
-    done_ns: u64,
-    bytes: u64,
-}
-
-/// The events `b.node` built, in the order they were built; an error names the file, the row
-/// and what is wrong.
-pub fn read_builder_output(b: &FromBuilder) -> Result<Vec<Arrival>, String> {
-    let path = b.events.as_path();
-    let shown = path.display();
-    if path.extension().is_some_and(|e| e == "parquet") {
-        return Err(format!("{shown}: give the events.csv written beside it (the same rows)"));
-    }
-    let mut reader = csv::Reader::from_path(path).map_err(|e| {
-        format!("cannot read {shown}: {} (an event builder writes it: daqnet sim FILE --per-event)", reason(&e, None))
-    })?;
-    let headers = reader.headers().map_err(|e| format!("{shown}:1: {}", reason(&e, None)))?.clone();
-    let mut arrivals = Vec::new();
-    let mut nodes = std::collections::BTreeSet::new();
-    for (i, row) in reader.deserialize::<Row>().enumerate() {
-        // Line 1 is the header.
-        let row = row.map_err(|e| format!("{shown}:{}: {}", i + 2, reason(&e, Some(&headers))))?;
-        nodes.insert(row.node);
-        if row.node == b.node {
-            arrivals.push(Arrival { at: row.done_ns, bytes: row.bytes });
-        }
-    }
-    if arrivals.is_empty() {
-        return Err(match (nodes.first(), nodes.last()) {
-            (Some(lo), Some(hi)) => format!("{shown} has no event built at node {} (its nodes: {lo} ..= {hi})", b.node),
-            _ => format!("{shown} has no events: write one with `daqnet sim BUILDER.toml --per-event --out DIR`"),
-        });
-    }
-    arrivals.sort_by_key(|a| a.at);
-    Ok(arrivals)
-}
-
-/// A csv error in words, its column named from `headers` (the caller names the row).
-fn reason(e: &csv::Error, headers: Option<&csv::StringRecord>) -> String {
-    match e.kind() {
-        csv::ErrorKind::Io(io) => io.to_string(),
-        csv::ErrorKind::Deserialize { err, .. } => {
-            let column = err.field().and_then(|i| headers?.get(i as usize));
-            match (column, err.kind()) {
-                (Some(c), kind) => format!("column `{c}`: {kind}"),
-                (None, csv::DeserializeErrorKind::Message(m)) => m.clone(),
-                (None, kind) => kind.to_string(),
-            }
-        }
-        _ => e.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::FromBuilder;
     use std::path::Path;
 
     /// Writes to `path` the csv of `rows` (node, done_ns, bytes) under the real header.
@@ -168,15 +105,15 @@ mod tests {
         assert_eq!((s.due(EventId(1)), s.bytes(EventId(1))), (Some(500), 10));
         assert_eq!((s.due(EventId(2)), s.max_bytes(), s.on_demand()), (None, 30, false));
 
-        let e = read_builder_output(&from(&path, 7)).unwrap_err();
+        let e = from(&path, 7).read().unwrap_err();
         assert!(e.ends_with("has no event built at node 7 (its nodes: 0 ..= 1)"), "{e}");
         std::fs::write(&path, "event,node,done_ns,bytes\n0,0,12,x\n").unwrap();
-        let e = read_builder_output(&from(&path, 0)).unwrap_err();
+        let e = from(&path, 0).read().unwrap_err();
         assert!(e.ends_with("events.csv:2: column `bytes`: invalid digit found in string"), "{e}");
         std::fs::write(&path, "event,done_ns,bytes\n0,12,3\n").unwrap();
-        let e = read_builder_output(&from(&path, 0)).unwrap_err();
+        let e = from(&path, 0).read().unwrap_err();
         assert!(e.ends_with("events.csv:2: missing field `node`"), "{e}");
-        let e = read_builder_output(&from(&dir.join("none.csv"), 0)).unwrap_err();
+        let e = from(&dir.join("none.csv"), 0).read().unwrap_err();
         assert!(e.starts_with("cannot read ") && e.contains("No such file"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -3,6 +3,7 @@
 
 use super::Rate;
 use crate::units::{de_bps, de_bytes, de_bytes_u32, de_ns};
+use crate::Nanos;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -83,6 +84,79 @@ pub struct FromBuilder {
     /// The builder's node whose output this SFC receives (default 0).
     #[serde(default)]
     pub node: u32,
+}
+
+/// One event an event builder delivered to the SFC: when it was built, and its size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arrival {
+    /// Time the builder finished it, ns since its run started.
+    pub at: Nanos,
+    /// Its payload bytes.
+    pub bytes: u64,
+}
+
+impl FromBuilder {
+    /// The events `node` built, read from `events`, in the order they were built; an error names
+    /// the file, the row and what is wrong.
+    pub fn read(&self) -> Result<Vec<Arrival>, String> {
+        let b = self;
+        let path = b.events.as_path();
+        let shown = path.display();
+        if path.extension().is_some_and(|e| e == "parquet") {
+            return Err(format!("{shown}: give the events.csv written beside it (the same rows)"));
+        }
+        let mut reader = csv::Reader::from_path(path).map_err(|e| {
+            format!(
+                "cannot read {shown}: {} (an event builder writes it: daqnet sim FILE --per-event)",
+                reason(&e, None)
+            )
+        })?;
+        let headers = reader.headers().map_err(|e| format!("{shown}:1: {}", reason(&e, None)))?.clone();
+        let mut arrivals = Vec::new();
+        let mut nodes = std::collections::BTreeSet::new();
+        for (i, row) in reader.deserialize::<Row>().enumerate() {
+            // Line 1 is the header.
+            let row = row.map_err(|e| format!("{shown}:{}: {}", i + 2, reason(&e, Some(&headers))))?;
+            nodes.insert(row.node);
+            if row.node == b.node {
+                arrivals.push(Arrival { at: row.done_ns, bytes: row.bytes });
+            }
+        }
+        if arrivals.is_empty() {
+            return Err(match (nodes.first(), nodes.last()) {
+                (Some(lo), Some(hi)) => {
+                    format!("{shown} has no event built at node {} (its nodes: {lo} ..= {hi})", b.node)
+                }
+                _ => format!("{shown} has no events: write one with `daqnet sim BUILDER.toml --per-event --out DIR`"),
+            });
+        }
+        arrivals.sort_by_key(|a| a.at);
+        Ok(arrivals)
+    }
+}
+
+/// One row of an `events.csv`, the columns this needs (the others are ignored).
+#[derive(serde::Deserialize)]
+struct Row {
+    node: u32,
+    done_ns: u64,
+    bytes: u64,
+}
+
+/// A csv error in words, its column named from `headers` (the caller names the row).
+fn reason(e: &csv::Error, headers: Option<&csv::StringRecord>) -> String {
+    match e.kind() {
+        csv::ErrorKind::Io(io) => io.to_string(),
+        csv::ErrorKind::Deserialize { err, .. } => {
+            let column = err.field().and_then(|i| headers?.get(i as usize));
+            match (column, err.kind()) {
+                (Some(c), kind) => format!("column `{c}`: {kind}"),
+                (None, csv::DeserializeErrorKind::Message(m)) => m.clone(),
+                (None, kind) => kind.to_string(),
+            }
+        }
+        _ => e.to_string(),
+    }
 }
 
 /// The note's three implementations of the SFC ([LHCB-SUBFARM] §2.3.2.1).

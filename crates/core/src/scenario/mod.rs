@@ -7,7 +7,7 @@
 
 mod choice;
 mod fabric;
-mod farm;
+pub mod farm;
 mod load;
 mod pipe;
 mod raw;

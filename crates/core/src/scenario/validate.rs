@@ -249,7 +249,7 @@ impl Scenario {
         if let Some(f) = &self.farm {
             // An event's payload starts with an 8-byte key; a message body is at most 64 MiB.
             let mut sizes = vec![("farm.accept_output_bytes", f.accept_output_bytes, 0)];
-            match f.from_builder.as_ref().map(crate::farm::read_builder_output) {
+            match f.from_builder.as_ref().map(FromBuilder::read) {
                 // Every recorded size is checked: the smallest and the largest.
                 Some(Ok(a)) => sizes.extend(
                     [a.iter().map(|a| a.bytes).min(), a.iter().map(|a| a.bytes).max()]
@@ -412,7 +412,7 @@ fn validate_from_builder(p: &mut Problems, f: &Farm, b: &FromBuilder, total: u64
             format!("is {r} Hz, but farm.from_builder sets when events arrive: leave it \"unbounded\""),
         ));
     }
-    match crate::farm::read_builder_output(b) {
+    match b.read() {
         Err(e) => p.push((format!("{field}.events"), e)),
         Ok(a) => need(
             p,
