@@ -245,7 +245,7 @@ fn run(cwd: &Path, args: &[String], parse_only: bool, limit: Duration) -> (bool,
 /// The documentation, in the order a reader meets it.
 fn documented() -> Vec<DocCommand> {
     let mut all = from_markdown("README.md");
-    let docs = ["scenarios", "sim", "studies", "run", "testbed", "switch", "subfarm", "daqpipe"];
+    let docs = ["scenarios", "sim", "studies", "run", "testbed", "testbed-validation", "switch", "subfarm", "daqpipe"];
     for f in docs.map(|d| format!("docs/{d}.md")) {
         all.extend(from_markdown(&f));
     }

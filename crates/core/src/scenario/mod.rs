@@ -445,7 +445,7 @@ pub struct TcpConfig {
     /// takes no quick ACKs, and a short segment it reads is not acknowledged at once but by its
     /// next data or the delayed-ACK timer (`__tcp_cleanup_rbuf`); the timer firing, or a
     /// duplicate segment, ends the mode. Off by default: against the testbed it fixes some
-    /// heavy-loss points and misses others (docs/testbed.md, "Heavy loss: where the simulator
+    /// heavy-loss points and misses others (docs/testbed-validation.md, "Heavy loss: where the simulator
     /// stands against Linux"); near an incast onset, run both settings.
     pub pingpong: bool,
     /// Limited transmit (RFC 3042): send new data on the first two duplicate ACKs.
@@ -472,7 +472,7 @@ pub struct TcpConfig {
     /// `shared` or `per_host`: whether the hosts' ticks fall at the same instants. With a shared
     /// phase, senders that lose their tails in the same round all probe and retransmit at the
     /// same nanosecond and meet a full switch queue together; separate machines do not
-    /// (docs/testbed.md, "Timers in step").
+    /// (docs/testbed-validation.md, "Timers in step").
     pub tick_phase: TickPhase,
 }
 
