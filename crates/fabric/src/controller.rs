@@ -94,11 +94,11 @@ impl Controller {
     }
 
     /// When [`Controller::poll`] has something to do.
-    pub fn next_wake(&self) -> Option<Nanos> {
+    pub fn poll_timeout(&self) -> Option<Nanos> {
         self.due
     }
 
-    /// At or after [`Controller::next_wake`]: the re-plan — the flows that move — or why no
+    /// At or after [`Controller::poll_timeout`]: the re-plan — the flows that move — or why no
     /// route is left. `None` when nothing is due.
     pub fn poll(&mut self, now: Nanos) -> Option<Result<Moves, PlanError>> {
         if self.due? > now {
@@ -140,7 +140,7 @@ mod tests {
                     now += gap;
                     let before = c.placement().clone();
                     c.on_down(now, *e);
-                    let wake = c.next_wake().unwrap();
+                    let wake = c.poll_timeout().unwrap();
                     prop_assert!(wake <= now + 10);
                     prop_assert!(c.poll(wake - 1).is_none());
                     let Some(result) = c.poll(wake) else { continue };

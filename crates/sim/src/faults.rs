@@ -61,7 +61,7 @@ impl Faults {
         net.take_down(&self.ports[i]);
         self.times[i].0 = now;
         self.controller.on_down(now, element);
-        self.controller.next_wake().expect("a re-plan is due after a failure")
+        self.controller.poll_timeout().expect("a re-plan is due after a failure")
     }
 
     /// The controller's re-plan, if due: the moved connections take their new paths.

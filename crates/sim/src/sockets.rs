@@ -556,7 +556,7 @@ impl<M: Copy> Sockets<M> {
             self.emit(q, c, end, nxt, nxt, false);
         }
         let conn = &mut self.conns[c.index()];
-        if let Some(d) = conn.ep[end.index()].next_deadline() {
+        if let Some(d) = conn.ep[end.index()].poll_timeout() {
             if d < conn.wakeup[end.index()] {
                 conn.wakeup[end.index()] = d;
                 q.schedule_timer(d.max(now), Ev::Tcp { ep: EndpointId::new(c, end) });

@@ -7,17 +7,17 @@
 //! * [`frame`]: the few header fields the switch reads (Ethernet destination, IPv4 destination).
 //! * [`ring`]: one daqring, a FIFO bounded in bytes, with its statistics.
 //! * [`pacer`]: a token bucket at the port's line rate.
-//! * [`fabric`]: the sans-IO switch: frames in, frames out per port, no sockets, no clock.
+//! * [`state`]: the sans-IO switch ([`SwitchState`]): frames in, frames out per port, no sockets, no clock.
 //! * [`afpacket`] and [`run`]: the Linux side — one AF_PACKET socket per port with a
 //!   TPACKET_V3 receive ring, batched sends, sleeping in `ppoll` when idle.
 
 pub mod afpacket;
 pub mod config;
-pub mod fabric;
 pub mod frame;
 pub mod pacer;
 pub mod ring;
 pub mod run;
+pub mod state;
 
 pub use config::SwitchConfig;
-pub use fabric::Fabric;
+pub use state::SwitchState;

@@ -1,11 +1,11 @@
 //! The switch's event loop on Linux: read every port's receive ring, queue frames in the
-//! fabric, send what each egress port's pacer allows, and sleep in `ppoll` until a frame
+//! switch state, send what each egress port's pacer allows, and sleep in `ppoll` until a frame
 //! arrives or a pacer has room again.
 
 use crate::afpacket::Port;
 use crate::config::SwitchConfig;
-use crate::fabric::Fabric;
 use crate::ring::RingStats;
+use crate::state::SwitchState;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,7 +44,7 @@ pub struct SwitchReport {
 /// Runs the switch on the interfaces named in `cfg` until `stop` is set; calls `ready` once
 /// every port is open; returns its report.
 pub fn run(cfg: &SwitchConfig, stop: &AtomicBool, ready: impl FnOnce()) -> anyhow::Result<SwitchReport> {
-    let mut fabric = Fabric::new(cfg)?;
+    let mut state = SwitchState::new(cfg)?;
     let mut ports: Vec<Port> = cfg.ports.iter().map(|p| Port::open(&p.name)).collect::<anyhow::Result<_>>()?;
     ready();
     // Wake-ups a few µs late cost line rate: ask for a 1 µs timer slack (default 50 µs).
@@ -60,9 +60,9 @@ pub fn run(cfg: &SwitchConfig, stop: &AtomicBool, ready: impl FnOnce()) -> anyho
     while !stop.load(Ordering::Relaxed) {
         for port in ports.iter_mut() {
             frames_in += port.receive(|frame| {
-                let mut buf = fabric.buffer();
+                let mut buf = state.buffer();
                 buf.extend_from_slice(frame);
-                fabric.receive(buf);
+                state.receive(buf);
             }) as u64;
         }
         let now = now_ns();
@@ -70,7 +70,7 @@ pub fn run(cfg: &SwitchConfig, stop: &AtomicBool, ready: impl FnOnce()) -> anyho
         for (p, port) in ports.iter().enumerate() {
             let queue = &mut pending[p];
             if queue.is_empty() {
-                fabric.poll(p, now, &mut batch);
+                state.poll(p, now, &mut batch);
                 queue.extend(batch.drain(..));
             }
             if queue.is_empty() {
@@ -79,7 +79,7 @@ pub fn run(cfg: &SwitchConfig, stop: &AtomicBool, ready: impl FnOnce()) -> anyho
             let frames = queue.make_contiguous();
             let sent = port.send(frames).map_err(|e| anyhow::anyhow!("sending on {}: {e}", port.name))?;
             for f in queue.drain(..sent) {
-                fabric.recycle(f);
+                state.recycle(f);
             }
             if !queue.is_empty() {
                 pushed_back = true;
@@ -89,7 +89,7 @@ pub fn run(cfg: &SwitchConfig, stop: &AtomicBool, ready: impl FnOnce()) -> anyho
         let sleep = if pushed_back {
             BACKOFF
         } else {
-            match fabric.next_ready(now_ns()) {
+            match state.next_ready(now_ns()) {
                 Some(t) => Duration::from_nanos(t.saturating_sub(now_ns())).min(MAX_SLEEP),
                 None => MAX_SLEEP,
             }
@@ -99,10 +99,10 @@ pub fn run(cfg: &SwitchConfig, stop: &AtomicBool, ready: impl FnOnce()) -> anyho
         // live for the call; a null signal mask keeps the thread's own.
         unsafe { libc::ppoll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, &ts, std::ptr::null()) };
     }
-    let queues = fabric.stats().into_iter().map(|(name, stats)| QueueReport { name, stats }).collect();
+    let queues = state.stats().into_iter().map(|(name, stats)| QueueReport { name, stats }).collect();
     Ok(SwitchReport {
         queues,
-        unroutable: fabric.unroutable,
+        unroutable: state.unroutable,
         send_retries: retries,
         frames_in,
         wall_s: t0.elapsed().as_secs_f64(),

@@ -237,7 +237,7 @@ fn control(
             .zip(&injected)
             .filter(|(_, &done)| !done)
             .map(|(p, _)| p.at_ns)
-            .chain(controller.next_wake())
+            .chain(controller.poll_timeout())
             .min()
             .map_or(Duration::from_millis(20), |t| Duration::from_nanos(t.saturating_sub(since(t0))))
             .min(Duration::from_millis(20));

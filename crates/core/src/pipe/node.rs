@@ -93,7 +93,7 @@ pub struct ManagerLog {
 
 /// A sending node of a synthetic pattern.
 #[derive(Debug, Clone, Default)]
-struct Sender {
+struct PatternSender {
     destinations: Vec<u32>,
     next: usize,
     phase: usize,
@@ -115,7 +115,7 @@ pub struct PipeNode {
     warmup: u64,
     manager: Option<(EventManager, Vec<Nanos>, ManagerLog)>,
     builder: BuilderUnit,
-    sender: Sender,
+    sender: PatternSender,
     cycle: Vec<u64>,
     /// Synthetic: data messages still expected from each node.
     expected: Vec<u64>,
@@ -154,13 +154,13 @@ impl PipeNode {
             warmup,
             manager,
             builder: BuilderUnit::new(me, roles.pull_start(me), readouts, pipe.parallel()),
-            sender: Sender {
+            sender: PatternSender {
                 destinations: pipe.pattern.destinations(me.0, n),
                 left: share(me.0),
                 index: senders.iter().position(|&x| x == me.0).unwrap_or(0) as u64,
                 senders: senders.len() as u64,
                 in_flight_to: vec![0; members as usize],
-                ..Sender::default()
+                ..PatternSender::default()
             },
             cycle: pipe.pattern.cycle(pipe.message_bytes),
             expected,

@@ -64,12 +64,12 @@ impl Ending {
 
 /// Handle of a connection's writer task.
 #[derive(Clone)]
-pub struct Sender {
+pub struct LinkWriter {
     tx: tokio::sync::mpsc::Sender<Outgoing>,
     ending: Arc<Ending>,
 }
 
-impl Sender {
+impl LinkWriter {
     /// Queues a message. Returns false when the connection is gone (or was just ended because
     /// its queue is full).
     pub fn send(&self, m: &Message) -> bool {
@@ -133,7 +133,7 @@ async fn write_pieces(w: &mut BoxWrite, pieces: &mut VecDeque<Piece>) -> std::io
 }
 
 /// Starts a connection's two tasks. The writer sends a heartbeat whenever nothing was sent for
-/// `heartbeat`; it ends on [`Sender::close`], when every [`Sender`] is dropped, or on a failed
+/// `heartbeat`; it ends on [`LinkWriter::close`], when every [`LinkWriter`] is dropped, or on a failed
 /// or stuck write, which the reader then reports. Every decoded message except heartbeats goes
 /// through `map` as `Ok`; the end of the connection goes through it once as `Err(reason)`.
 /// `pending` holds bytes already read from the connection. Returns the sender and the writer's
@@ -145,7 +145,7 @@ pub fn spawn_link<E, F>(
     timing: (Duration, Duration),
     events: UnboundedSender<E>,
     map: F,
-) -> (Sender, JoinHandle<()>)
+) -> (LinkWriter, JoinHandle<()>)
 where
     E: Send + 'static,
     F: FnMut(Result<Message, String>) -> Option<E> + Send + 'static,
@@ -155,7 +155,7 @@ where
     let ending = Arc::new(Ending::new());
     let writer = tokio::spawn(write_loop(conn.write, rx, heartbeat, peer_timeout, ending.clone()));
     tokio::spawn(read_loop(conn.read, decoder, peer_timeout, pending, events, map, ending.0.subscribe()));
-    (Sender { tx, ending }, writer)
+    (LinkWriter { tx, ending }, writer)
 }
 
 async fn write_loop(

@@ -10,7 +10,7 @@ pub mod collector;
 pub mod readout;
 pub mod supervisor;
 
-use crate::net::link::{connect_until, first_message, spawn_link, Sender};
+use crate::net::link::{connect_until, first_message, spawn_link, LinkWriter};
 use crate::net::tcp_trace::TcpTrace;
 use crate::net::transport::{from_deploy, Conn, Listener, Transport};
 use crate::role::RoleId;
@@ -158,7 +158,7 @@ impl Setup {
         listen: String,
         events: UnboundedSender<E>,
         map: F,
-    ) -> anyhow::Result<(Sender, JoinHandle<()>)>
+    ) -> anyhow::Result<(LinkWriter, JoinHandle<()>)>
     where
         E: Send + 'static,
         F: FnMut(Result<Message, String>) -> Option<E> + Send + 'static,
@@ -178,7 +178,7 @@ impl Setup {
         deadline: Instant,
         events: UnboundedSender<E>,
         (msg, lost): SupervisorEvents<E>,
-    ) -> anyhow::Result<(Sender, JoinHandle<()>)> {
+    ) -> anyhow::Result<(LinkWriter, JoinHandle<()>)> {
         let to_events = move |m: Result<Message, String>| Some(m.map_or_else(lost, msg));
         let me = self.me;
         self.dial((addr, RoleId::Supervisor), deadline, listen, events, to_events)
@@ -188,7 +188,7 @@ impl Setup {
 
     /// Starts a connection's writer and reader ([`spawn_link`]): what the peer says goes
     /// through `map` to the role's loop, and so does the end of the connection.
-    fn link<E, F>(&self, c: Conn, pending: BytesMut, events: UnboundedSender<E>, map: F) -> (Sender, JoinHandle<()>)
+    fn link<E, F>(&self, c: Conn, pending: BytesMut, events: UnboundedSender<E>, map: F) -> (LinkWriter, JoinHandle<()>)
     where
         E: Send + 'static,
         F: FnMut(Result<Message, String>) -> Option<E> + Send + 'static,

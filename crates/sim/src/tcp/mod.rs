@@ -133,8 +133,8 @@ impl Endpoint {
     }
 
     /// The earliest pending deadline (sender timer or delayed-ACK timer).
-    pub fn next_deadline(&self) -> Option<Nanos> {
-        match (self.snd.timer_deadline(), self.rcv.delack_deadline()) {
+    pub fn poll_timeout(&self) -> Option<Nanos> {
+        match (self.snd.poll_timeout(), self.rcv.poll_timeout()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }

@@ -28,7 +28,7 @@ pub struct Receiver {
     /// `rcv_nxt` when the last ACK was sent.
     rcv_wup: u64,
     urgency: AckUrgency,
-    delack_deadline: Option<Nanos>,
+    delack_at: Option<Nanos>,
     quick: u32,
     mss: u32,
     sack: bool,
@@ -62,7 +62,7 @@ impl Receiver {
             dsack: None,
             rcv_wup: 0,
             urgency: AckUrgency::None,
-            delack_deadline: None,
+            delack_at: None,
             quick: p.quickack,
             mss: p.mss,
             sack: p.sack,
@@ -111,8 +111,8 @@ impl Receiver {
     }
 
     /// Deadline of the delayed-ACK timer, if armed.
-    pub fn delack_deadline(&self) -> Option<Nanos> {
-        self.delack_deadline
+    pub fn poll_timeout(&self) -> Option<Nanos> {
+        self.delack_at
     }
 
     /// A segment carrying `[start, end)` arrived at `now`.
@@ -165,7 +165,7 @@ impl Receiver {
             self.urgency = AckUrgency::Now;
         } else if self.urgency == AckUrgency::None {
             self.urgency = AckUrgency::Delayed;
-            self.delack_deadline = Some(self.tick.deadline(now, self.delack_ns));
+            self.delack_at = Some(self.tick.fires_at(now, self.delack_ns));
         }
     }
 
@@ -191,8 +191,8 @@ impl Receiver {
 
     /// The delayed-ACK timer fired at `now`.
     pub fn on_timer(&mut self, now: Nanos) {
-        if self.delack_deadline.is_some_and(|d| d <= now) {
-            self.delack_deadline = None;
+        if self.delack_at.is_some_and(|d| d <= now) {
+            self.delack_at = None;
             if self.urgency == AckUrgency::Delayed {
                 self.urgency = AckUrgency::Now;
                 // `tcp_delack_timer_handler`: a delayed ACK missed ends interactive mode.
@@ -207,7 +207,7 @@ impl Receiver {
         self.pushed = 0;
         self.dsack = None;
         self.urgency = AckUrgency::None;
-        self.delack_deadline = None;
+        self.delack_at = None;
     }
 
     fn ack_now_quick(&mut self) {
@@ -269,11 +269,11 @@ mod tests {
         let mut r = rx(0);
         r.on_segment(0, 0, 1000);
         assert_eq!(r.urgency(), AckUrgency::Delayed);
-        assert_eq!(r.delack_deadline(), Some(40_000_000));
+        assert_eq!(r.poll_timeout(), Some(40_000_000));
         r.on_segment(10, 1000, 2000);
         assert_eq!(r.urgency(), AckUrgency::Now);
         r.on_ack_sent();
-        assert_eq!(r.delack_deadline(), None);
+        assert_eq!(r.poll_timeout(), None);
     }
 
     #[test]
@@ -281,7 +281,7 @@ mod tests {
         let c = TcpConfig { min_rto_ns: 5_000_000, quickack_segments: 0, timer_hz: 0, ..Default::default() };
         let mut r = Receiver::new(&TcpParams::from_config(&c, 1000));
         r.on_segment(0, 0, 1000);
-        assert_eq!(r.delack_deadline(), Some(2_500_000));
+        assert_eq!(r.poll_timeout(), Some(2_500_000));
     }
 
     #[test]
@@ -327,7 +327,7 @@ mod tests {
         assert_eq!(r.urgency(), AckUrgency::Delayed, "no quick ACK while interactive");
         r.on_app_read(300);
         assert_eq!(r.urgency(), AckUrgency::Delayed, "held for the next data or the timer");
-        assert_eq!(r.delack_deadline(), Some(90 * MS));
+        assert_eq!(r.poll_timeout(), Some(90 * MS));
     }
 
     #[test]

@@ -191,7 +191,7 @@ impl Sender {
     }
 
     /// Deadline of the timer (retransmission, loss probe or RACK reordering), if armed.
-    pub fn timer_deadline(&self) -> Option<Nanos> {
+    pub fn poll_timeout(&self) -> Option<Nanos> {
         self.timer.map(|(d, _)| d)
     }
 
@@ -323,9 +323,9 @@ impl Sender {
         self.timer = match (self.sb.head(), self.timer_kind()) {
             (None, _) => None,
             (Some(head), Some(Timer::LossProbe | Timer::Reorder)) => {
-                Some((self.tick.deadline(now, (head.sent_at + rto).saturating_sub(now).max(1)), Timer::Retransmit))
+                Some((self.tick.fires_at(now, (head.sent_at + rto).saturating_sub(now).max(1)), Timer::Retransmit))
             }
-            (Some(_), _) => Some((self.tick.deadline(now, rto), Timer::Retransmit)),
+            (Some(_), _) => Some((self.tick.fires_at(now, rto), Timer::Retransmit)),
         };
     }
 
@@ -352,7 +352,7 @@ impl Sender {
         if rto_delta > 0 {
             timeout = timeout.min(rto_delta as Nanos);
         }
-        self.timer = Some((self.tick.deadline(now, timeout), Timer::LossProbe));
+        self.timer = Some((self.tick.fires_at(now, timeout), Timer::LossProbe));
         true
     }
 
@@ -380,7 +380,7 @@ impl Sender {
         self.tlp_high_seq = Some(self.snd_nxt);
         self.stats.loss_probes += 1;
         self.lsndtime = now;
-        self.timer = Some((self.tick.deadline(now, self.rtt.rto()), Timer::Retransmit));
+        self.timer = Some((self.tick.fires_at(now, self.rtt.rto()), Timer::Retransmit));
     }
 
     /// Linux `tcp_cwnd_validate`: remember whether the window, not the application, limited the
@@ -695,7 +695,7 @@ impl Sender {
             }
         }
         if wait > 0 {
-            self.timer = Some((self.tick.deadline(now, wait as Nanos + TIMER_SLACK_NS), Timer::Reorder));
+            self.timer = Some((self.tick.fires_at(now, wait as Nanos + TIMER_SLACK_NS), Timer::Reorder));
         }
         wait > 0
     }
@@ -772,7 +772,7 @@ impl Sender {
             self.cwnd = self.in_flight() + 1;
         }
         self.rtt.back_off();
-        self.timer = Some((self.tick.deadline(now, self.rtt.rto()), Timer::Retransmit));
+        self.timer = Some((self.tick.fires_at(now, self.rtt.rto()), Timer::Retransmit));
     }
 }
 
@@ -824,7 +824,7 @@ mod tests {
         // Segments 2–8 are lost and 9 arrives: too few SACKs for the duplicate-ACK rule, so
         // RACK's reorder timer marks the hole lost, and recovery starts with one retransmission.
         s.on_ack(100 * US, 2000, &[(9000, 10_000)], false);
-        let t = s.timer_deadline().expect("the reorder timer");
+        let t = s.poll_timeout().expect("the reorder timer");
         s.on_timer(t);
         assert_eq!(s.state(), CaState::Recovery);
         assert_eq!(send(&mut s, t), [(2000, true)]);
@@ -850,7 +850,7 @@ mod tests {
         assert_eq!(send(&mut s, 100 * US)[0], (0, true));
         s.on_ack(200 * US, 0, &[(1000, 11_000)], false);
         assert!(!send(&mut s, 200 * US).contains(&(0, true)), "nothing marks it lost again");
-        let rto = s.timer_deadline().expect("the retransmission timer is armed");
+        let rto = s.poll_timeout().expect("the retransmission timer is armed");
         s.on_timer(rto);
         assert_eq!(send(&mut s, rto)[0], (0, true));
         assert_eq!(s.stats().timeouts, 1);
@@ -863,10 +863,10 @@ mod tests {
     fn all_lost_then_timeout(s: &mut Sender) -> Nanos {
         s.write(0, 10_000);
         send(s, 0);
-        let t = s.timer_deadline().expect("probe timer");
+        let t = s.poll_timeout().expect("probe timer");
         s.on_timer(t);
         send(s, t);
-        let rto = s.timer_deadline().expect("retransmission timer");
+        let rto = s.poll_timeout().expect("retransmission timer");
         s.on_timer(rto);
         assert_eq!((s.state(), s.cwnd()), (CaState::Loss, 1));
         assert_eq!(send(s, rto), [(0, true)]);
@@ -904,7 +904,7 @@ mod tests {
         all_lost_then_timeout(&mut s);
         assert_eq!(s.ssthresh(), 5, "NewReno: half the initial window");
         // Nothing comes back: the next timeout keeps it.
-        let t2 = s.timer_deadline().unwrap();
+        let t2 = s.poll_timeout().unwrap();
         s.on_timer(t2);
         send(&mut s, t2);
         assert_eq!((s.state(), s.ssthresh(), s.stats().timeouts), (CaState::Loss, 5, 2));
@@ -913,7 +913,7 @@ mod tests {
         let t3 = t2 + 100 * US;
         s.on_ack(t3, 1000, &[], false);
         assert_eq!(send(&mut s, t3).len(), 2);
-        let t4 = s.timer_deadline().unwrap();
+        let t4 = s.poll_timeout().unwrap();
         s.on_timer(t4);
         assert_eq!((s.state(), s.ssthresh(), s.stats().timeouts), (CaState::Loss, 2, 3));
     }
@@ -925,13 +925,13 @@ mod tests {
         send(&mut s, 0);
         let first = s.rto();
         // One segment out: the probe waits 2·SRTT + 200 ms, capped at the RTO.
-        let t = s.timer_deadline().unwrap();
+        let t = s.poll_timeout().unwrap();
         assert_eq!(t, first);
         s.on_timer(t);
         assert_eq!(send(&mut s, t), [(0, true)]);
         assert_eq!(s.stats().loss_probes, 1);
         // The probe is lost too: the retransmission timer fires and backs off.
-        let t2 = s.timer_deadline().unwrap();
+        let t2 = s.poll_timeout().unwrap();
         assert_eq!(t2, t + first);
         s.on_timer(t2);
         assert_eq!(send(&mut s, t2), [(0, true)]);

@@ -204,7 +204,7 @@ mod loss {
     fn a_timeout_marks_everything_lost_and_restarts_from_one_segment() {
         let mut s = classic();
         write(&mut s, 0, 10);
-        let rto = s.timer_deadline().expect("the retransmission timer");
+        let rto = s.poll_timeout().expect("the retransmission timer");
         s.on_timer(rto);
         assert_eq!((s.state(), s.cwnd(), s.stats().timeouts), (CaState::Loss, 1, 1));
         assert_eq!(s.scoreboard().lost_out(), 10);
@@ -216,7 +216,7 @@ mod loss {
     fn after_a_timeout_the_lost_segments_go_out_in_slow_start_until_all_are_acknowledged() {
         let mut s = classic();
         write(&mut s, 0, 10);
-        let rto = s.timer_deadline().unwrap();
+        let rto = s.poll_timeout().unwrap();
         s.on_timer(rto);
         send(&mut s, rto);
         s.on_ack(rto + RTT, SEG, &[], false);
@@ -235,13 +235,13 @@ mod loss {
         let base = s.rto();
         let mut now = 0;
         for k in 1..=4u32 {
-            now = s.timer_deadline().unwrap();
+            now = s.poll_timeout().unwrap();
             s.on_timer(now);
             send(&mut s, now);
             assert_eq!(s.rto(), (base << k).min(1000 * MS), "after {k} timeouts");
         }
         assert_eq!(s.rto(), 1000 * MS, "capped");
-        assert_eq!(s.timer_deadline(), Some(now + 1000 * MS));
+        assert_eq!(s.poll_timeout(), Some(now + 1000 * MS));
         assert_eq!(s.stats().recovery_fails, 0, "no recovery failed: there was none");
     }
 }
@@ -257,7 +257,7 @@ mod rack {
         // a reordering window (RTT/4) before declaring 0–8 lost.
         s.on_ack(RTT, 0, &[sack(9, 10)], false);
         assert_eq!((s.state(), s.scoreboard().lost_out()), (CaState::Disorder, 0));
-        let t = s.timer_deadline().expect("the reorder timer");
+        let t = s.poll_timeout().expect("the reorder timer");
         assert!(t > RTT && t <= RTT + RTT / 4 + 3 * MS, "{t}");
         s.on_timer(t);
         assert_eq!((s.state(), s.scoreboard().lost_out()), (CaState::Recovery, 9));
@@ -286,7 +286,7 @@ mod tail_loss_probe {
     fn a_silent_tail_is_probed_with_new_data_when_some_waits() {
         let mut s = sender_with(config());
         assert_eq!(write(&mut s, 0, 20).len(), 10);
-        let t = s.timer_deadline().expect("a probe timer");
+        let t = s.poll_timeout().expect("a probe timer");
         assert!(t < s.rto(), "the probe comes before the RTO: {t}");
         s.on_timer(t);
         assert_eq!(send(&mut s, t), [(10, false)], "one new segment, whatever the window");
@@ -298,7 +298,7 @@ mod tail_loss_probe {
     fn with_nothing_new_the_probe_resends_the_last_segment() {
         let mut s = sender_with(config());
         write(&mut s, 0, 10);
-        let t = s.timer_deadline().unwrap();
+        let t = s.poll_timeout().unwrap();
         s.on_timer(t);
         assert_eq!(send(&mut s, t), [(9, true)]);
         assert_eq!((s.stats().loss_probes, s.stats().retransmits), (1, 1));

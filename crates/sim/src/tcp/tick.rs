@@ -61,7 +61,7 @@ impl TimerTick {
     }
 
     /// When a timer armed at `now` for `timeout` ns fires.
-    pub fn deadline(&self, now: Nanos, timeout: Nanos) -> Nanos {
+    pub fn fires_at(&self, now: Nanos, timeout: Nanos) -> Nanos {
         let t = self.tick_ns;
         if t == 0 {
             return now + timeout;
@@ -96,10 +96,10 @@ mod tests {
         let (a, b) = (shared.on_host(1, 0), shared.on_host(1, 1));
         assert_ne!(a.phase_ns, b.phase_ns);
         assert_eq!(a, shared.on_host(1, 0), "the phase depends on the seed and the host only");
-        assert_ne!(a.deadline(10 * MS, 2_600_000), b.deadline(10 * MS, 2_600_000));
+        assert_ne!(a.fires_at(10 * MS, 2_600_000), b.fires_at(10 * MS, 2_600_000));
         for h in [shared, a, b] {
             for now in (0..8 * MS).step_by(333_333) {
-                let d = h.deadline(now, 2_600_000);
+                let d = h.fires_at(now, 2_600_000);
                 assert!(d >= now + 2_600_000 && d <= now + 2_600_000 + 2 * 4 * MS, "{h:?} {now} {d}");
                 assert_eq!((d + 4 * MS - h.phase_ns) % (4 * MS), 0, "on the host's own tick: {h:?} {d}");
             }
@@ -108,20 +108,20 @@ mod tests {
 
     #[test]
     fn exact_without_a_tick() {
-        assert_eq!(TimerTick::new(0).deadline(123, 2 * MS), 123 + 2 * MS);
+        assert_eq!(TimerTick::new(0).fires_at(123, 2 * MS), 123 + 2 * MS);
     }
 
     #[test]
     fn short_timers_fire_one_to_two_ticks_late_at_250_hz() {
         let w = TimerTick::new(250);
         // Armed just after a tick: 2.6 ms rounds up to one tick, the wheel adds one: 8 ms.
-        assert_eq!(w.deadline(4 * MS + 1, 2_600_000), 12 * MS);
+        assert_eq!(w.fires_at(4 * MS + 1, 2_600_000), 12 * MS);
         // Armed just before a tick: fires a little over 4 ms later.
-        assert_eq!(w.deadline(8 * MS - 1, 2_600_000), 12 * MS);
+        assert_eq!(w.fires_at(8 * MS - 1, 2_600_000), 12 * MS);
         // Never early, for any phase.
         for phase in (0..4 * MS).step_by(250_000) {
             let now = 1000 * MS + phase;
-            let d = w.deadline(now, 2_600_000);
+            let d = w.fires_at(now, 2_600_000);
             assert!((now + 2_600_000..=now + 8 * MS).contains(&d), "{phase}: {}", d - now);
         }
     }
@@ -130,21 +130,21 @@ mod tests {
     fn long_timers_land_on_coarser_granules() {
         let w = TimerTick::new(250);
         // 200 ms = 50 ticks: level 0, one tick of slack.
-        let d = w.deadline(0, 200 * MS);
+        let d = w.fires_at(0, 200 * MS);
         assert_eq!(d, 204 * MS);
         // 400 ms = 100 ticks: level 1, granules of 8 ticks (32 ms).
-        let d = w.deadline(0, 400 * MS);
+        let d = w.fires_at(0, 400 * MS);
         assert_eq!(d, 416 * MS);
         assert_eq!(d % (32 * MS), 0);
-        let d = w.deadline(4 * MS, 400 * MS);
+        let d = w.fires_at(4 * MS, 400 * MS);
         assert!((404 * MS..=436 * MS).contains(&d), "{d}");
     }
 
     #[test]
     fn a_thousand_hz_is_close_to_exact() {
         let w = TimerTick::new(1000);
-        assert_eq!(w.deadline(500_000, 2_600_000), 4 * MS);
+        assert_eq!(w.fires_at(500_000, 2_600_000), 4 * MS);
         // 200 ticks is beyond level 0: granules of 8 ms.
-        assert_eq!(w.deadline(0, 200 * MS), 208 * MS);
+        assert_eq!(w.fires_at(0, 200 * MS), 208 * MS);
     }
 }

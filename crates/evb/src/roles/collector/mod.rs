@@ -7,7 +7,7 @@ pub mod state;
 pub mod verify;
 
 use super::{every, ms, wake_at, Setup, SupervisorEvents};
-use crate::net::link::Sender;
+use crate::net::link::LinkWriter;
 use crate::role::RoleId;
 use crate::wire::Message;
 use anyhow::{anyhow, bail};
@@ -41,13 +41,13 @@ enum Ev {
 }
 
 /// The connections of a running collector.
-struct Links {
-    supervisor: Sender,
-    readouts: Vec<Option<Sender>>,
+struct Connections {
+    supervisor: LinkWriter,
+    readouts: Vec<Option<LinkWriter>>,
     tasks: Vec<JoinHandle<()>>,
 }
 
-impl Links {
+impl Connections {
     fn send(&self, setup: &Setup, tx: &UnboundedSender<Ev>, o: Output) {
         match o {
             Output::ToSupervisor(m) => {
@@ -85,7 +85,7 @@ pub async fn run(sc: &Scenario, opts: CollectorOptions) -> anyhow::Result<()> {
         setup.join_supervisor((&opts.supervisor, String::new()), deadline, tx.clone(), to_events).await?;
     let addrs = peers(sc, me, &mut rx, deadline).await?;
     let outstanding = Arc::new(AtomicU64::new(0));
-    let mut links = Links { supervisor: sup, readouts: Vec::new(), tasks: Vec::new() };
+    let mut links = Connections { supervisor: sup, readouts: Vec::new(), tasks: Vec::new() };
     connect_readouts(&setup, sc, addrs, deadline, &tx, &outstanding, &mut links).await?;
     links.supervisor.send(&Message::Connected);
     let mut state = CollectorState::new(sc, node, outstanding);
@@ -129,7 +129,7 @@ async fn connect_readouts(
     deadline: Instant,
     tx: &UnboundedSender<Ev>,
     outstanding: &Arc<AtomicU64>,
-    links: &mut Links,
+    links: &mut Connections,
 ) -> anyhow::Result<()> {
     let RoleId::Collector(node) = setup.me else { unreachable!("a collector's setup") };
     let sizes = FragmentSizes::new(sc.system.fragment_size.clone(), sc.run.seed, sc.system.fragments_per_unit);
@@ -178,7 +178,7 @@ async fn serve(
     state: &mut CollectorState,
     rx: &mut UnboundedReceiver<Ev>,
     tx: &UnboundedSender<Ev>,
-    links: &mut Links,
+    links: &mut Connections,
 ) -> anyhow::Result<()> {
     while !state.stopped() {
         let input = match rx.recv().await.expect("the loop holds a sender") {

@@ -9,7 +9,7 @@ pub mod state;
 pub(crate) use buffer::generate;
 
 use super::{every, ms, wake_at, Joined, Setup, SupervisorEvents};
-use crate::net::link::Sender;
+use crate::net::link::LinkWriter;
 use crate::net::transport::TcpStats;
 use crate::role::RoleId;
 use crate::wire::{Message, NodeTcp};
@@ -47,14 +47,14 @@ enum Ev {
 }
 
 /// The connections of a running readout unit.
-struct Links {
-    supervisor: Sender,
-    collectors: HashMap<NodeId, (Sender, JoinHandle<()>)>,
+struct Connections {
+    supervisor: LinkWriter,
+    collectors: HashMap<NodeId, (LinkWriter, JoinHandle<()>)>,
     /// Every collector connection's kernel counters, kept after the connection ends.
     stats: BTreeMap<NodeId, TcpStats>,
 }
 
-impl Links {
+impl Connections {
     /// Tells the supervisor what the kernel counted on every data connection.
     fn report_tcp(&self) {
         let counts: Vec<NodeTcp> = self
@@ -85,7 +85,7 @@ pub async fn run(sc: &Scenario, opts: ReadoutOptions) -> anyhow::Result<()> {
     // Collectors connect and say which node they are.
     setup.accept_hellos(listener, tx.clone(), Ev::Joined);
     let mut state = ReadoutState::new(sc, opts.index, opts.corrupt_events.clone());
-    let mut links = Links { supervisor: sup, collectors: HashMap::new(), stats: BTreeMap::new() };
+    let mut links = Connections { supervisor: sup, collectors: HashMap::new(), stats: BTreeMap::new() };
     let tick = every(ms(1000), &tx, || Ev::Tick);
     let result = serve(&setup, &mut state, &mut rx, &tx, &mut links).await;
     tick.abort();
@@ -108,7 +108,7 @@ async fn serve(
     state: &mut ReadoutState,
     rx: &mut UnboundedReceiver<Ev>,
     tx: &UnboundedSender<Ev>,
-    links: &mut Links,
+    links: &mut Connections,
 ) -> anyhow::Result<()> {
     let mut armed: Option<Nanos> = None;
     while !state.stopped() {
@@ -158,7 +158,7 @@ async fn serve(
 }
 
 /// A collector said hello: connect it, unless the state refuses it (logged).
-fn join(setup: &Setup, state: &mut ReadoutState, links: &mut Links, tx: &UnboundedSender<Ev>, j: Joined) {
+fn join(setup: &Setup, state: &mut ReadoutState, links: &mut Connections, tx: &UnboundedSender<Ev>, j: Joined) {
     let me = setup.me;
     let RoleId::Collector(node) = j.role else {
         eprintln!("{me}: refused {} from {}: only collectors connect to a readout unit", j.role, j.conn.peer);
@@ -182,7 +182,7 @@ fn join(setup: &Setup, state: &mut ReadoutState, links: &mut Links, tx: &Unbound
     links.collectors.insert(node, (sender, task));
 }
 
-fn flush(state: &mut ReadoutState, links: &Links) {
+fn flush(state: &mut ReadoutState, links: &Connections) {
     while let Some(o) = state.poll() {
         match o {
             Output::ToSupervisor(m) => {

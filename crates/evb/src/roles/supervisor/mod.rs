@@ -8,7 +8,7 @@ pub mod tally;
 
 use super::{every, ms, wake_at, Joined, Setup};
 use crate::metrics::Metrics;
-use crate::net::link::Sender;
+use crate::net::link::LinkWriter;
 use crate::role::{RoleId, SupervisorLine};
 use crate::wire::Message;
 use anyhow::Context;
@@ -73,7 +73,7 @@ enum Ev {
     Interrupt,
 }
 
-type Links = HashMap<RoleId, Sender>;
+type Connections = HashMap<RoleId, LinkWriter>;
 
 /// Rows of `events.csv`, written as events are built.
 struct Rows(Option<std::io::BufWriter<std::fs::File>>);
@@ -105,13 +105,13 @@ impl Drop for Rows {
     }
 }
 
-fn to(links: &Links, role: RoleId, m: &Message) {
+fn to(links: &Connections, role: RoleId, m: &Message) {
     if let Some(l) = links.get(&role) {
         l.send(m);
     }
 }
 
-fn send(links: &Links, rows: &mut Rows, o: Output) {
+fn send(links: &Connections, rows: &mut Rows, o: Output) {
     match o {
         Output::Record(r) => rows.write(&r),
         Output::To(role, m) => to(links, role, &m),
@@ -148,7 +148,7 @@ pub async fn run(sc: &Scenario, mut opts: SupervisorOptions) -> anyhow::Result<O
     setup.accept_hellos(listener, tx.clone(), Ev::Joined);
     every(ms(100), &tx, || Ev::Tick);
     spawn_interrupts(&tx);
-    let mut links = Links::new();
+    let mut links = Connections::new();
     let mut rows = Rows::open(opts.per_event.as_ref())?;
     if let Err(f) = startup(&setup, sc, &mut rx, &tx, &mut links).await {
         stop_all(&links);
@@ -175,7 +175,7 @@ fn spawn_interrupts(tx: &UnboundedSender<Ev>) {
     }
 }
 
-fn stop_all(links: &Links) {
+fn stop_all(links: &Connections) {
     for l in links.values() {
         l.send(&Message::Stop);
         l.close();
@@ -190,7 +190,7 @@ async fn startup(
     sc: &Scenario,
     rx: &mut UnboundedReceiver<Ev>,
     tx: &UnboundedSender<Ev>,
-    links: &mut Links,
+    links: &mut Connections,
 ) -> Result<(), Option<Fault>> {
     let mut reg = Registry::new(sc.layout());
     let deadline = Instant::now() + setup.startup;
@@ -231,7 +231,7 @@ async fn startup(
 }
 
 /// The link to a role that joined: its writer, and a reader that turns what it says into events.
-fn connect(setup: &Setup, j: Joined, tx: &UnboundedSender<Ev>) -> Sender {
+fn connect(setup: &Setup, j: Joined, tx: &UnboundedSender<Ev>) -> LinkWriter {
     let role = j.role;
     let (w, _) = setup.link(j.conn, j.rest, tx.clone(), move |m| {
         Some(match m {
@@ -248,7 +248,7 @@ async fn conduct(
     (sc, opts): (&Scenario, &mut SupervisorOptions),
     rx: &mut UnboundedReceiver<Ev>,
     tx: &UnboundedSender<Ev>,
-    (links, rows): (&mut Links, &mut Rows),
+    (links, rows): (&mut Connections, &mut Rows),
     metrics: Arc<Metrics>,
 ) -> RunState {
     let mut state = RunState::new(sc, setup.now(), opts.duration, opts.per_event.is_some(), metrics);
@@ -336,7 +336,7 @@ fn tell_progress(opts: &mut SupervisorOptions, p: &Progress) {
 }
 
 /// Stops every role; collectors answer with their final counters and close (1.5 s at most).
-async fn shutdown(state: &mut RunState, rx: &mut UnboundedReceiver<Ev>, links: &Links) {
+async fn shutdown(state: &mut RunState, rx: &mut UnboundedReceiver<Ev>, links: &Connections) {
     stop_all(links);
     let mut open = links.len();
     let until = Instant::now() + ms(1500);

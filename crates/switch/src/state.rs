@@ -34,7 +34,7 @@ pub enum Verdict {
 }
 
 /// The sans-IO switch.
-pub struct Fabric {
+pub struct SwitchState {
     fib: HashMap<Mac, usize>,
     ring_of_ip: HashMap<[u8; 4], usize>,
     rings: Vec<DaqRing>,
@@ -46,7 +46,7 @@ pub struct Fabric {
     pub unroutable: u64,
 }
 
-impl Fabric {
+impl SwitchState {
     /// A switch as `cfg` describes it (checked first).
     pub fn new(cfg: &SwitchConfig) -> anyhow::Result<Self> {
         cfg.check()?;
@@ -71,7 +71,16 @@ impl Fabric {
             ports[port].rings.push(rings.len() - 1);
             ring_of_ip.insert(ip.octets(), rings.len() - 1);
         }
-        Ok(Fabric { fib, ring_of_ip, rings, names, ports, burst: cfg.burst_frames, spare: Vec::new(), unroutable: 0 })
+        Ok(SwitchState {
+            fib,
+            ring_of_ip,
+            rings,
+            names,
+            ports,
+            burst: cfg.burst_frames,
+            spare: Vec::new(),
+            unroutable: 0,
+        })
     }
 
     /// An empty buffer to receive a frame into.
@@ -201,7 +210,7 @@ mod tests {
     fn two_collectors_behind_one_port_get_equal_shares() {
         // 1 Gb/s port, both daqrings backlogged with 2000 frames: the first 2000 frames out
         // are split evenly.
-        let mut s = Fabric::new(&config(1_000_000_000, None, DEFAULT_QUEUE_BYTES)).unwrap();
+        let mut s = SwitchState::new(&config(1_000_000_000, None, DEFAULT_QUEUE_BYTES)).unwrap();
         for seq in 0..2000 {
             assert_eq!(s.receive(frame(0, seq)), Verdict::Queued(1));
             assert_eq!(s.receive(frame(1, seq)), Verdict::Queued(1));
@@ -218,7 +227,7 @@ mod tests {
 
     #[test]
     fn a_burst_limit_caps_frames_per_queue_per_cycle() {
-        let mut s = Fabric::new(&config(0, Some(4), DEFAULT_QUEUE_BYTES)).unwrap();
+        let mut s = SwitchState::new(&config(0, Some(4), DEFAULT_QUEUE_BYTES)).unwrap();
         for seq in 0..10 {
             s.receive(frame(0, seq));
             s.receive(frame(1, seq));
@@ -237,7 +246,7 @@ mod tests {
 
     #[test]
     fn a_full_daqring_drops_and_counts_only_its_own_frames() {
-        let mut s = Fabric::new(&config(0, None, 3 * 1514)).unwrap();
+        let mut s = SwitchState::new(&config(0, None, 3 * 1514)).unwrap();
         let verdicts: Vec<Verdict> = (0..5).map(|q| s.receive(frame(2, q))).collect();
         assert_eq!(verdicts[..3], [Verdict::Queued(2); 3]);
         assert_eq!(verdicts[3..], [Verdict::Full(2); 2]);
@@ -254,7 +263,7 @@ mod tests {
 
     #[test]
     fn no_frame_is_lost_duplicated_or_reordered_over_100k_frames() {
-        let mut s = Fabric::new(&config(10_000_000_000, Some(8), DEFAULT_QUEUE_BYTES)).unwrap();
+        let mut s = SwitchState::new(&config(10_000_000_000, Some(8), DEFAULT_QUEUE_BYTES)).unwrap();
         let mut x = 0x9e3779b97f4a7c15u64;
         let mut rnd = move || {
             x ^= x << 13;
