@@ -7,6 +7,7 @@
 //! role's state, then carries out what the state asks (messages to peers, timers to arm).
 
 pub mod collector;
+pub mod error;
 pub mod readout;
 pub mod supervisor;
 

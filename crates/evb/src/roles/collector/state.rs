@@ -4,6 +4,7 @@
 
 use super::verify::Verdict;
 use crate::role::RoleId;
+use crate::roles::error::RoleError;
 use crate::wire::{CollectorStatus, Message, ResponseHead};
 use daqnet_core::dataflow::{DataResponse, Node, NodeInput, NodeOutput, PuOutput};
 use daqnet_core::{EventId, Nanos, NodeId, PuId, ReadoutId, Scenario};
@@ -69,7 +70,7 @@ impl CollectorState {
 
     /// Something happened at `now`. An error is fatal: the reason is returned after a fault
     /// naming the culprit went to the supervisor.
-    pub fn handle(&mut self, now: Nanos, input: Input) -> Result<(), String> {
+    pub fn handle(&mut self, now: Nanos, input: Input) -> Result<(), RoleError> {
         match input {
             Input::Supervisor(Message::Start { .. }) => {}
             Input::Supervisor(Message::Assign { event, pu }) => {
@@ -77,11 +78,13 @@ impl CollectorState {
             }
             Input::Supervisor(Message::Stop) => self.stopped = true,
             Input::Supervisor(m) => {
-                return Err(self.fail(RoleId::Supervisor, format!("unexpected message from the supervisor: {m:?}")))
+                let e = RoleError::Unexpected { from: RoleId::Supervisor, message: format!("{m:?}") };
+                return Err(self.fail(RoleId::Supervisor, e));
             }
             Input::Response(r, head, verdict) => self.on_response(now, r, head, verdict)?,
             Input::ReadoutMessage(r, m) => {
-                return Err(self.fail(RoleId::Readout(r), format!("unexpected message from readout {r}: {m:?}")))
+                let e = RoleError::Unexpected { from: RoleId::Readout(r), message: format!("{m:?}") };
+                return Err(self.fail(RoleId::Readout(r), e));
             }
             // The supervisor ends the run; keep serving it until it says stop.
             Input::ReadoutLost(r, e) => self.fault(RoleId::Readout(r), true, None, format!("readout {r}: {e}")),
@@ -91,7 +94,7 @@ impl CollectorState {
         Ok(())
     }
 
-    fn on_response(&mut self, now: Nanos, r: ReadoutId, head: ResponseHead, verdict: Verdict) -> Result<(), String> {
+    fn on_response(&mut self, now: Nanos, r: ReadoutId, head: ResponseHead, verdict: Verdict) -> Result<(), RoleError> {
         self.status.fragments_verified += verdict.good as u64;
         if verdict.bad > 0 {
             self.status.fragments_corrupt += verdict.bad as u64;
@@ -106,9 +109,9 @@ impl CollectorState {
     }
 
     /// Feeds the node; a refusal is the fault of `source`, who sent the input.
-    fn feed_node(&mut self, now: Nanos, input: NodeInput, source: RoleId) -> Result<(), String> {
+    fn feed_node(&mut self, now: Nanos, input: NodeInput, source: RoleId) -> Result<(), RoleError> {
         if let Err(e) = self.node.handle(now, input) {
-            return Err(self.fail(source, format!("{source}: {e}")));
+            return Err(self.fail(source, RoleError::Refused { from: source, error: e }));
         }
         while let Some(o) = self.node.poll() {
             let out = match o {
@@ -139,9 +142,10 @@ impl CollectorState {
         self.out.push_back(Output::ToSupervisor(Message::Fault { culprit, fatal, event, detail }));
     }
 
-    fn fail(&mut self, culprit: RoleId, detail: String) -> String {
-        self.fault(culprit, true, None, detail.clone());
-        detail
+    /// `e` ends the run: a fatal fault blaming `culprit` goes to the supervisor first.
+    fn fail(&mut self, culprit: RoleId, e: RoleError) -> RoleError {
+        self.fault(culprit, true, None, e.to_string());
+        e
     }
 
     /// The next thing to send or arm.
@@ -231,7 +235,8 @@ mod tests {
     fn protocol_errors_are_fatal_and_blame_the_sender() {
         let mut s = state();
         let e = s.handle(0, Input::Supervisor(Message::Assign { event: EventId(4), pu: PuId(0) })).unwrap_err();
-        assert!(e.contains("not on node 1"), "{e}");
+        assert!(matches!(e, RoleError::Refused { from: RoleId::Supervisor, .. }), "{e:?}");
+        assert!(e.to_string().contains("not on node 1"), "{e}");
         assert!(matches!(
             drain(&mut s)[..],
             [Output::ToSupervisor(Message::Fault { culprit: RoleId::Supervisor, fatal: true, .. })]

@@ -8,6 +8,7 @@ use super::buffer::{generate, Held};
 use crate::net::piece::Piece;
 use crate::payload::Template;
 use crate::role::RoleId;
+use crate::roles::error::RoleError;
 use crate::wire::{put_header, put_response_head, Message, ResponseHead, RESPONSE_HEAD_BYTES};
 use bytes::BytesMut;
 use daqnet_core::dataflow::{DataRequest, DataResponse, ReadoutUnit};
@@ -95,29 +96,33 @@ impl ReadoutState {
 
     /// Collector `node` said hello. A node not in the scenario, or one already connected (a
     /// second process claiming its place), is refused with the reason.
-    pub fn on_joined(&mut self, node: NodeId) -> Result<(), String> {
+    pub fn on_joined(&mut self, node: NodeId) -> Result<(), RoleError> {
         if !self.layout.has_node(node) {
-            return Err(format!("collector {node} is not in this scenario"));
+            return Err(RoleError::UnknownCollector(node));
         }
         if !self.collectors.insert(node) {
-            return Err(format!("collector {node} is already connected"));
+            return Err(RoleError::AlreadyConnected(node));
         }
         Ok(())
     }
 
     /// Something happened at `now`. An error is fatal: a fault went to the supervisor.
-    pub fn handle(&mut self, now: Nanos, input: Input) -> Result<(), String> {
+    pub fn handle(&mut self, now: Nanos, input: Input) -> Result<(), RoleError> {
         match input {
             Input::Due => {}
             Input::Supervisor(Message::Start { events }) => self.total = Some(events),
             Input::Supervisor(Message::Clear(event)) => self.clear(event),
             Input::Supervisor(Message::Stop) => self.stopped = true,
-            Input::Supervisor(m) => return Err(self.fail(format!("unexpected message from the supervisor: {m:?}"))),
+            Input::Supervisor(m) => {
+                return Err(self.fail(RoleError::Unexpected { from: RoleId::Supervisor, message: format!("{m:?}") }))
+            }
             Input::Collector(node, Message::Request { event, node: asked_for, fragments }) => {
                 self.on_request(now, node, event, asked_for, fragments)?
             }
             Input::Collector(node, m) => {
-                return Err(self.fail(format!("unexpected message from collector {node}: {m:?}")))
+                return Err(
+                    self.fail(RoleError::Unexpected { from: RoleId::Collector(node), message: format!("{m:?}") })
+                )
             }
             Input::CollectorLost(node) => {
                 self.collectors.remove(&node);
@@ -143,14 +148,13 @@ impl ReadoutState {
         event: EventId,
         asked_for: NodeId,
         fragments: u32,
-    ) -> Result<(), String> {
+    ) -> Result<(), RoleError> {
         if asked_for != node || fragments != self.fragments_per_unit {
             let expected = self.fragments_per_unit;
-            let detail = format!("collector {node} sent a request for node {asked_for}, {fragments} fragments (expected node {node}, {expected} fragments)");
-            return Err(self.fail(detail));
+            return Err(self.fail(RoleError::BadRequest { node, asked_for, fragments, expected }));
         }
         if event < self.next_event && !self.buffer.contains_key(&event) {
-            return Err(self.fail(format!("collector {node} asked for event {event}, which was already cleared")));
+            return Err(self.fail(RoleError::AlreadyCleared { node, event }));
         }
         self.unit.on_request(now, DataRequest { event, node, fragments });
         Ok(())
@@ -176,7 +180,7 @@ impl ReadoutState {
     }
 
     /// Sends every response that is due at `now` and whose event is generated.
-    pub fn answer(&mut self, now: Nanos) -> Result<(), String> {
+    pub fn answer(&mut self, now: Nanos) -> Result<(), RoleError> {
         while let Some(resp) = self.unit.poll_response(now) {
             self.waiting.push(resp);
         }
@@ -185,24 +189,18 @@ impl ReadoutState {
             let r = self.waiting[i];
             let Some(held) = self.buffer.get(&r.event) else {
                 if r.event < self.next_event {
-                    return Err(self.fail(format!(
-                        "event {} was cleared before its response to node {} was sent",
-                        r.event, r.node
-                    )));
+                    return Err(self.fail(RoleError::ClearedBeforeResponse { event: r.event, node: r.node }));
                 }
                 i += 1;
                 continue;
             };
             if !self.collectors.contains(&r.node) {
-                return Err(self.fail(format!("response for node {} but that collector is not connected", r.node)));
+                return Err(self.fail(RoleError::NotConnected { node: r.node }));
             }
             let body = RESPONSE_HEAD_BYTES + held.fragments.iter().map(|f| f.len()).sum::<usize>();
             if body as u64 > self.max_frame_bytes {
                 let max = self.max_frame_bytes;
-                return Err(self.fail(format!(
-                    "event {}: a response of {body} bytes exceeds deploy.max_frame_bytes ({max})",
-                    r.event
-                )));
+                return Err(self.fail(RoleError::ResponseTooLarge { event: r.event, bytes: body, max }));
             }
             let frame = response_frame(&r, self.me, body, held);
             self.out.push_back(Output::Respond(r.node, frame));
@@ -211,11 +209,12 @@ impl ReadoutState {
         Ok(())
     }
 
-    fn fail(&mut self, detail: String) -> String {
+    /// `e` ends the run: a fatal fault naming this readout unit goes to the supervisor first.
+    fn fail(&mut self, e: RoleError) -> RoleError {
         let fault =
-            Message::Fault { culprit: RoleId::Readout(self.me), fatal: true, event: None, detail: detail.clone() };
+            Message::Fault { culprit: RoleId::Readout(self.me), fatal: true, event: None, detail: e.to_string() };
         self.out.push_back(Output::ToSupervisor(fault));
-        detail
+        e
     }
 
     /// When the next response is due.
@@ -297,8 +296,9 @@ mod tests {
     fn a_second_claim_to_a_collectors_place_is_refused() {
         let mut s = state();
         s.on_joined(NodeId(1)).unwrap();
-        assert!(s.on_joined(NodeId(1)).unwrap_err().contains("already connected"));
-        assert!(s.on_joined(NodeId(7)).unwrap_err().contains("not in this scenario"));
+        assert_eq!(s.on_joined(NodeId(1)), Err(RoleError::AlreadyConnected(NodeId(1))));
+        assert_eq!(s.on_joined(NodeId(7)), Err(RoleError::UnknownCollector(NodeId(7))));
+        assert_eq!(RoleError::UnknownCollector(NodeId(7)).to_string(), "collector 7 is not in this scenario");
     }
 
     #[test]
