@@ -3,23 +3,21 @@
 
 use daqnet_core::Scenario;
 
-/// The buffer field whose size decides incast at the collectors' ports, and its value, if the
-/// scenario's collector-side switch has one.
-fn collector_buffer(sc: &Scenario) -> Option<(&'static str, u64)> {
-    use daqnet_core::scenario::{BufferConfig, SwitchKind, Topology};
-    let (field, buffer) = match sc.network.topology {
-        Topology::Star => {
-            let sw = sc.network.switch.as_ref()?;
-            (sw.kind == SwitchKind::Bridge).then_some(("network.switch.buffer.port_bytes", &sw.buffer))?
+/// The buffer field whose size decides incast at the collectors' ports, and its value: read from
+/// the network plan, at the switch port towards the first node, if that switch is a bridge with
+/// a buffer of its own (not daqrings, not a shared pool).
+fn collector_buffer(sc: &Scenario) -> Option<(String, u64)> {
+    use daqnet_core::scenario::SwitchKind;
+    use daqnet_fabric::network::{HostId, NetworkPlan, PortBuffer, Vertex};
+    let s = &sc.system;
+    let plan = NetworkPlan::build(&sc.network, s.readout_units, s.nodes);
+    let node0 = Vertex::Host(HostId(s.readout_units));
+    let (switch, port) = plan.switch_ports().into_iter().find(|(_, p)| p.to == node0)?;
+    let switch = plan.switch(switch);
+    match (switch.kind, port.buffer) {
+        (SwitchKind::Bridge, PortBuffer::Dedicated(bytes)) => {
+            Some((format!("{}.buffer.port_bytes", switch.field), bytes))
         }
-        Topology::TwoTier => ("network.rack_switch.buffer.port_bytes", &sc.network.rack_switch.as_ref()?.buffer),
-        Topology::ParallelLeafSpine => {
-            let rack = &sc.network.fabric.as_ref()?.rack;
-            (rack.kind == SwitchKind::Bridge).then_some(("network.fabric.rack.buffer.port_bytes", &rack.buffer))?
-        }
-    };
-    match buffer {
-        BufferConfig::Dedicated { port_bytes } => Some((field, *port_bytes)),
         _ => None,
     }
 }
@@ -67,7 +65,7 @@ pub fn verdict(r: &daqnet_core::report::RunReport, sc: &Scenario, file: &str) ->
     let buffer = collector_buffer(sc);
     let shaping = {
         let fragment = sc.nominal_unit_bytes() / sc.system.fragments_per_unit.max(1) as u64;
-        buffer.map(|(_, b)| {
+        buffer.as_ref().map(|&(_, b)| {
             (b / fragment.max(1)) as u32 / sc.system.fragments_per_unit.max(1) * sc.system.fragments_per_unit
         })
     };
@@ -109,7 +107,7 @@ pub fn verdict(r: &daqnet_core::report::RunReport, sc: &Scenario, file: &str) ->
             r.switch.drops
         ));
         let mut remedies = Vec::new();
-        if let Some((field, _)) = buffer {
+        if let Some((field, _)) = &buffer {
             remedies.push(format!("a deeper buffer (--set {field}={})", size(sc.nominal_event_bytes().max(1_000_000))));
         }
         if let Some(c) = shaping.filter(|&c| c >= sc.system.fragments_per_unit) {
@@ -126,7 +124,7 @@ pub fn verdict(r: &daqnet_core::report::RunReport, sc: &Scenario, file: &str) ->
         let peak = worst.map_or(String::new(), |p| format!(" (peak queue {} at {})", size(p.peak_bytes), p.name));
         v.push(format!("verdict: no drops: below the incast onset{peak}"));
         let f = sc.system.fragments_per_unit.max(1);
-        match (sc.system.credits_per_node, buffer) {
+        match (sc.system.credits_per_node, &buffer) {
             (daqnet_core::scenario::Credits::Limited(c), _) => {
                 let step = (c / 2 / f).max(1) * f;
                 v.push(format!(
@@ -135,7 +133,7 @@ pub fn verdict(r: &daqnet_core::report::RunReport, sc: &Scenario, file: &str) ->
                 ));
             }
             (_, Some((field, b))) => {
-                let range = format!("{}..{}:{}", size(b / 10), size(b), size(b / 10));
+                let range = format!("{}..{}:{}", size(*b / 10), size(*b), size(*b / 10));
                 v.push(format!("to find the onset: daqnet sweep {file} --vary {field}={range}"));
             }
             _ => {}
