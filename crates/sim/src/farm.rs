@@ -10,9 +10,9 @@
 use crate::engine::EventQueue;
 use crate::main_loop::{run, Dataflow};
 use crate::net::Network;
+use crate::options::{SimOptions, SimOutput};
 use crate::sockets::{End, Ev, Sockets};
 use crate::tcp::TcpParams;
-use crate::world::{SimOptions, SimOutput};
 use daqnet_core::farm::{Dispatcher, DispatcherOutput, EventSource, FarmError, FarmTally, Token, Worker, WorkerOutput};
 use daqnet_core::scenario::{Dispatch, Farm, Implementation};
 use daqnet_core::{ConnId, EventId, Nanos, Scenario, WorkerId};

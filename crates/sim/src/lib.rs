@@ -12,23 +12,26 @@
 //! * [`pipe`]: DAQPIPE's event building (event manager, builder units) over the same layers.
 //! * [`trace`]: time series of chosen ports and TCP senders during a run.
 //! * [`faults`]: fabric elements failing mid-run, and the fabric controller's answer.
-//! * [`world`]: the `core` dataflow state machines driven over all of that; [`simulate`] runs a
-//!   scenario and returns its [`daqnet_core::report::RunReport`].
+//! * [`event_builder`]: the ATLAS event builder (`core`'s dataflow state machines) driven over
+//!   all of that; [`options`]: what a simulation is asked and gives back; [`simulate`] runs a
+//!   scenario (event builder, sub-farm or DAQPIPE) and returns its
+//!   [`daqnet_core::report::RunReport`].
 
 pub mod engine;
+pub mod event_builder;
 pub mod farm;
 pub mod faults;
 pub mod main_loop;
 pub mod net;
+pub mod options;
 pub mod pipe;
 mod prefetch;
 pub mod sockets;
 pub mod tcp;
 pub mod trace;
-pub mod world;
 
 pub use faults::FaultPlan;
-pub use world::{DropRule, SimOptions, SimOutput};
+pub use options::{DropRule, SimOptions, SimOutput};
 
 use daqnet_core::Scenario;
 
@@ -41,7 +44,7 @@ pub fn trace_targets(scenario: &Scenario) -> trace::Targets {
     } else if scenario.pipe.is_some() {
         pipe::targets(scenario)
     } else {
-        world::targets(scenario)
+        event_builder::targets(scenario)
     }
 }
 
@@ -55,7 +58,7 @@ pub fn simulate(scenario: &Scenario, origin: &str, opts: SimOptions) -> SimOutpu
     } else if scenario.pipe.is_some() {
         pipe::simulate(scenario, origin, opts)
     } else {
-        let mut out = world::simulate(scenario, origin, opts);
+        let mut out = event_builder::simulate(scenario, origin, opts);
         if let Some(plan) = daqnet_fabric::report_stats(scenario) {
             let faults = out.report.fabric.take().map(|f| f.faults).unwrap_or_default();
             out.report.fabric = Some(daqnet_core::report::FabricStats { faults, ..plan });

@@ -1,6 +1,6 @@
 //! The simulator's main loop, shared by every dataflow: pop the next event, sample a trace if
 //! one is due, hand the event to the socket layer or the dataflow, until the dataflow is done.
-//! A dataflow (the event builder's `World`, the sub-farm's, DAQPIPE's) says what it needs of
+//! A dataflow (the event builder's, the sub-farm's, DAQPIPE's world) says what it needs of
 //! the loop by implementing [`Dataflow`].
 
 use crate::engine::EventQueue;

@@ -9,9 +9,9 @@
 use crate::engine::EventQueue;
 use crate::main_loop::{run, Dataflow};
 use crate::net::Network;
+use crate::options::{SimOptions, SimOutput};
 use crate::sockets::{End, Ev, Sockets};
 use crate::tcp::TcpParams;
-use crate::world::{SimOptions, SimOutput};
 use daqnet_core::pipe::{BuilderOutput, BuilderUnit, EventManager, PipeRoles};
 use daqnet_core::report::{steady_rate, EventRecord, Measure, NotBuilt, PipeStats, RunReport, Spread, Track};
 use daqnet_core::scenario::{Pipe, PipePattern};

@@ -1,10 +1,13 @@
-//! The simulation proper: the `core` dataflow state machines driven over simulated TCP
-//! connections, links and switches by the discrete-event engine.
+//! The ATLAS event builder simulated: `core`'s supervisor, nodes (collectors, credit pools,
+//! processing units) and readout units driven over simulated TCP connections, links and
+//! switches by the discrete-event engine, as `farm.rs` drives the sub-farm and `pipe.rs`
+//! DAQPIPE.
 
 use crate::engine::EventQueue;
-use crate::faults::{FaultPlan, Faults};
+use crate::faults::Faults;
 use crate::main_loop::{run, Dataflow};
 use crate::net::Network;
+use crate::options::{SimOptions, SimOutput};
 use crate::sockets::{End, Ev, SegmentDrop, Sockets};
 use crate::tcp::TcpParams;
 use daqnet_core::dataflow::{
@@ -16,64 +19,7 @@ use daqnet_core::workload::FragmentSizes;
 use daqnet_core::{ConnId, EventId, Layout, Nanos, NodeId, PuId, ReadoutId, Scenario, Side};
 use daqnet_fabric::network::NetworkPlan;
 use std::collections::HashMap;
-use std::sync::atomic::AtomicBool;
 use std::time::Instant;
-
-/// Drop one data segment on purpose (fault injection for tests and what-if studies): the
-/// `data_segment`-th original (not retransmitted) data segment readout unit `readout` sends to
-/// node `node`, counted from 0 over the whole run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DropRule {
-    /// Sending readout unit.
-    pub readout: ReadoutId,
-    /// Receiving node.
-    pub node: NodeId,
-    /// Index of the original data segment on that connection.
-    pub data_segment: u64,
-}
-
-/// Options of one simulation run.
-#[derive(Default)]
-pub struct SimOptions<'a> {
-    /// Called as events are built with (events built, events to build).
-    pub progress: Option<&'a mut dyn FnMut(u64, u64)>,
-    /// Segments to drop on purpose.
-    pub drops: Vec<DropRule>,
-    /// Keep a record per event (for the per-event CSV).
-    pub record_events: bool,
-    /// Stop early once this is set (Ctrl-C): the report covers what was simulated and says
-    /// `interrupted`.
-    pub stop: Option<&'a AtomicBool>,
-    /// Fabric elements to take down during the run (parallel leaf-spine scenarios only; the
-    /// caller checks the topology and the elements).
-    pub faults: Vec<FaultPlan>,
-    /// Time series to record, and where they go (checked by the caller with
-    /// [`crate::trace_targets`]).
-    pub trace: Option<crate::main_loop::Tracing<'a>>,
-    /// Ports whose frames to capture, and where they go (checked like `trace`).
-    pub capture: Option<crate::main_loop::Capturing<'a>>,
-}
-
-impl SimOptions<'_> {
-    /// `built` of `total` events are built: tells the progress callback, at about every
-    /// 200th of the run and at its end.
-    pub(crate) fn on_built(&mut self, built: u64, total: u64) {
-        if built.is_multiple_of((total / 200).max(1)) || built == total {
-            if let Some(p) = self.progress.as_mut() {
-                p(built, total);
-            }
-        }
-    }
-}
-
-/// What a simulation produces.
-#[derive(Debug, Clone)]
-pub struct SimOutput {
-    /// The run report.
-    pub report: RunReport,
-    /// Per-event records (empty unless requested).
-    pub events: Vec<EventRecord>,
-}
 
 #[derive(Debug, Clone, Copy)]
 enum AppMsg {
@@ -94,7 +40,7 @@ enum AppEv {
     ControllerWake,
 }
 
-struct World<'a> {
+struct EventBuilderWorld<'a> {
     q: EventQueue<Ev<AppEv>>,
     /// The connections: collector of node n (opener) to readout unit r (acceptor), numbered
     /// by [`Layout::conn`].
@@ -122,7 +68,7 @@ pub fn simulate(scenario: &Scenario, origin: &str, mut opts: SimOptions) -> SimO
     let wall = Instant::now();
     let trace = opts.trace.take();
     let capture = opts.capture.take();
-    let mut w = World::new(scenario, opts);
+    let mut w = EventBuilderWorld::new(scenario, opts);
     w.start();
     let stop = w.opts.stop;
     let interrupted = run(&mut w, scenario.run.time_limit_s, stop, (trace, capture));
@@ -133,10 +79,10 @@ pub fn simulate(scenario: &Scenario, origin: &str, mut opts: SimOptions) -> SimO
 
 /// What a trace of `scenario` can select.
 pub(crate) fn targets(scenario: &Scenario) -> crate::trace::Targets {
-    World::new(scenario, SimOptions::default()).net.targets()
+    EventBuilderWorld::new(scenario, SimOptions::default()).net.targets()
 }
 
-impl Dataflow for World<'_> {
+impl Dataflow for EventBuilderWorld<'_> {
     type Msg = AppMsg;
     type App = AppEv;
 
@@ -157,7 +103,7 @@ impl Dataflow for World<'_> {
     }
 }
 
-impl<'a> World<'a> {
+impl<'a> EventBuilderWorld<'a> {
     fn new(scenario: &Scenario, opts: SimOptions<'a>) -> Self {
         let sys = &scenario.system;
         let net = &scenario.network;
@@ -179,7 +125,7 @@ impl<'a> World<'a> {
         sockets.drop_segments(drops.collect());
         let sizes = FragmentSizes::new(sys.fragment_size.clone(), seed, sys.fragments_per_unit);
         let (service, jitter) = (sys.readout_service_ns, sys.readout_service_jitter_ns);
-        World {
+        EventBuilderWorld {
             q: EventQueue::new(),
             net: sockets,
             layout,
