@@ -1,0 +1,45 @@
+//! Every public packetdrill script of the directories the TCP model is held to reads without
+//! an error. The scripts are not in this repository (GPL-2.0): they are read from
+//! `PACKETDRILL_DIR` or `../shared/packetdrill` beside the repository; without either the test
+//! says so and passes.
+
+use daqnet_conform::{Action, Script};
+use std::path::PathBuf;
+
+/// The directories of `gtests/net/tcp` whose scripts apply to the model.
+const APPLICABLE: [&str; 7] =
+    ["fast_recovery", "fast_retransmit", "limited_transmit", "sack", "slow_start", "cubic", "cwnd_moderation"];
+
+fn packetdrill_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("PACKETDRILL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/packetdrill"));
+    dir.join("gtests/net/tcp").is_dir().then_some(dir)
+}
+
+#[test]
+fn the_applicable_public_scripts_read_whole() {
+    let Some(dir) = packetdrill_dir() else {
+        eprintln!("skipped: no packetdrill scripts (set PACKETDRILL_DIR or put packetdrill in ../shared)");
+        return;
+    };
+    let mut read = 0;
+    let mut segments = 0;
+    for sub in APPLICABLE {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("gtests/net/tcp").join(sub))
+            .unwrap_or_else(|e| panic!("{sub}: {e}"))
+            .map(|e| e.expect("a directory entry").path())
+            .filter(|p| p.extension().is_some_and(|x| x == "pkt"))
+            .collect();
+        files.sort();
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            let script = Script::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            assert!(!script.events.is_empty(), "{}: no events", f.display());
+            segments += script.events.iter().filter(|e| matches!(e.action, Action::Segment(_))).count();
+            read += 1;
+        }
+    }
+    assert!(read >= 30, "only {read} scripts found under {}", dir.display());
+    assert!(segments > 10 * read, "{segments} segments in {read} scripts: lines were skipped");
+}
