@@ -43,3 +43,20 @@ fn the_applicable_public_scripts_read_whole() {
     assert!(read >= 30, "only {read} scripts found under {}", dir.display());
     assert!(segments > 10 * read, "{segments} segments in {read} scripts: lines were skipped");
 }
+
+#[test]
+fn the_projects_own_scripts_read_whole() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts");
+    let mut read = 0;
+    for entry in std::fs::read_dir(&dir).expect("crates/conform/scripts") {
+        let f = entry.expect("a directory entry").path();
+        if f.extension().is_some_and(|x| x == "pkt") {
+            let text = std::fs::read_to_string(&f).expect("a readable script");
+            let script = Script::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            assert!(text.contains("Pins "), "{}: the header names the kernel function it pins", f.display());
+            assert!(script.events.iter().any(|e| matches!(e.action, Action::Segment(_))), "{}", f.display());
+            read += 1;
+        }
+    }
+    assert!(read >= 2, "{read} scripts");
+}
