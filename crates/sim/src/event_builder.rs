@@ -5,7 +5,7 @@
 
 use crate::engine::EventQueue;
 use crate::faults::Faults;
-use crate::main_loop::{run, Dataflow};
+use crate::main_loop::{self, Dataflow, World};
 use crate::net::Network;
 use crate::options::{SimOptions, SimOutput};
 use crate::sockets::{End, Ev, SegmentDrop, Sockets};
@@ -19,7 +19,7 @@ use daqnet_core::workload::FragmentSizes;
 use daqnet_core::{ConnId, EventId, Layout, Nanos, NodeId, PuId, ReadoutId, Scenario, Side};
 use daqnet_fabric::network::NetworkPlan;
 use std::collections::HashMap;
-use std::time::Instant;
+use std::sync::atomic::AtomicBool;
 
 #[derive(Debug, Clone, Copy)]
 enum AppMsg {
@@ -64,22 +64,13 @@ struct EventBuilderWorld<'a> {
 }
 
 /// Simulates `scenario` (already validated, defaults filled in). `origin` names it in the report.
-pub fn simulate(scenario: &Scenario, origin: &str, mut opts: SimOptions) -> SimOutput {
-    let wall = Instant::now();
-    let trace = opts.trace.take();
-    let capture = opts.capture.take();
-    let mut w = EventBuilderWorld::new(scenario, opts);
-    w.start();
-    let stop = w.opts.stop;
-    let interrupted = run(&mut w, scenario.run.time_limit_s, stop, (trace, capture));
-    let mut out = w.report(scenario, origin, wall.elapsed().as_secs_f64());
-    out.report.interrupted = interrupted;
-    out
+pub fn simulate(scenario: &Scenario, origin: &str, opts: SimOptions) -> SimOutput {
+    main_loop::simulate::<EventBuilderWorld>(scenario, origin, opts)
 }
 
 /// What a trace of `scenario` can select.
 pub(crate) fn targets(scenario: &Scenario) -> crate::trace::Targets {
-    EventBuilderWorld::new(scenario, SimOptions::default()).net.targets()
+    main_loop::targets::<EventBuilderWorld>(scenario)
 }
 
 impl Dataflow for EventBuilderWorld<'_> {
@@ -103,7 +94,7 @@ impl Dataflow for EventBuilderWorld<'_> {
     }
 }
 
-impl<'a> EventBuilderWorld<'a> {
+impl<'a> World<'a> for EventBuilderWorld<'a> {
     fn new(scenario: &Scenario, opts: SimOptions<'a>) -> Self {
         let sys = &scenario.system;
         let net = &scenario.network;
@@ -160,6 +151,26 @@ impl<'a> EventBuilderWorld<'a> {
         }
     }
 
+    fn stop_flag(&self) -> Option<&'a AtomicBool> {
+        self.opts.stop
+    }
+
+    fn report(mut self, scenario: &Scenario, origin: &str, wall_s: f64) -> SimOutput {
+        let measured = self.measure.finish();
+        let built = measured.events_built;
+        let mut report = RunReport::measured("sim", origin, scenario, measured);
+        report.events_not_built = NotBuilt { timed_out: 0, lost: 0, abandoned: scenario.run.events - built };
+        self.net.add_to_report(&mut report, &self.q, self.built, wall_s);
+        if let Some(f) = self.faults.take() {
+            report.fabric =
+                Some(daqnet_core::report::FabricStats { faults: f.finish(&self.net), ..Default::default() });
+        }
+        self.records.sort_unstable_by_key(|r| r.event);
+        SimOutput { report, events: self.records }
+    }
+}
+
+impl<'a> EventBuilderWorld<'a> {
     fn on_app_event(&mut self, ev: AppEv) {
         match ev {
             AppEv::ReadoutWake { readout } => self.drain_readout(readout),
@@ -263,19 +274,5 @@ impl<'a> EventBuilderWorld<'a> {
 
     fn send_msg(&mut self, c: ConnId, side: Side, bytes: u64, msg: AppMsg) {
         self.net.send(&mut self.q, c, side.into(), bytes, msg);
-    }
-
-    fn report(mut self, scenario: &Scenario, origin: &str, wall_s: f64) -> SimOutput {
-        let measured = self.measure.finish();
-        let built = measured.events_built;
-        let mut report = RunReport::measured("sim", origin, scenario, measured);
-        report.events_not_built = NotBuilt { timed_out: 0, lost: 0, abandoned: scenario.run.events - built };
-        self.net.add_to_report(&mut report, &self.q, self.built, wall_s);
-        if let Some(f) = self.faults.take() {
-            report.fabric =
-                Some(daqnet_core::report::FabricStats { faults: f.finish(&self.net), ..Default::default() });
-        }
-        self.records.sort_unstable_by_key(|r| r.event);
-        SimOutput { report, events: self.records }
     }
 }

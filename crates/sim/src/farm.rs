@@ -8,7 +8,7 @@
 //! the SFC's rate: the uplink ran at that rate too, so it added no bottleneck.
 
 use crate::engine::EventQueue;
-use crate::main_loop::{run, Dataflow};
+use crate::main_loop::{self, Dataflow, World};
 use crate::net::Network;
 use crate::options::{SimOptions, SimOutput};
 use crate::sockets::{End, Ev, Sockets};
@@ -17,7 +17,7 @@ use daqnet_core::farm::{Dispatcher, DispatcherOutput, EventSource, FarmError, Fa
 use daqnet_core::scenario::{Dispatch, Farm, Implementation};
 use daqnet_core::{ConnId, EventId, Nanos, Scenario, WorkerId};
 use daqnet_fabric::network::NetworkPlan;
-use std::time::Instant;
+use std::sync::atomic::AtomicBool;
 
 #[derive(Debug, Clone, Copy)]
 enum Msg {
@@ -53,22 +53,13 @@ struct FarmWorld<'a> {
 }
 
 /// Simulates the sub-farm of `scenario` (valid, defaults filled in, with `[farm]`).
-pub fn simulate(scenario: &Scenario, origin: &str, mut opts: SimOptions) -> SimOutput {
-    let wall = Instant::now();
-    let trace = opts.trace.take();
-    let capture = opts.capture.take();
-    let mut w = FarmWorld::new(scenario, opts);
-    w.start();
-    let stop = w.opts.stop;
-    let interrupted = run(&mut w, scenario.run.time_limit_s, stop, (trace, capture));
-    let mut out = w.report(scenario, origin, wall.elapsed().as_secs_f64());
-    out.report.interrupted = interrupted;
-    out
+pub fn simulate(scenario: &Scenario, origin: &str, opts: SimOptions) -> SimOutput {
+    main_loop::simulate::<FarmWorld>(scenario, origin, opts)
 }
 
 /// What a trace of `scenario` can select.
 pub(crate) fn targets(scenario: &Scenario) -> crate::trace::Targets {
-    FarmWorld::new(scenario, SimOptions::default()).net.targets()
+    main_loop::targets::<FarmWorld>(scenario)
 }
 
 impl Dataflow for FarmWorld<'_> {
@@ -98,7 +89,7 @@ impl Dataflow for FarmWorld<'_> {
     }
 }
 
-impl<'a> FarmWorld<'a> {
+impl<'a> World<'a> for FarmWorld<'a> {
     fn new(scenario: &Scenario, opts: SimOptions<'a>) -> Self {
         let farm = scenario.farm.clone().expect("a sub-farm scenario has [farm]");
         let net = &scenario.network;
@@ -129,10 +120,6 @@ impl<'a> FarmWorld<'a> {
         }
     }
 
-    fn conn(w: WorkerId) -> ConnId {
-        ConnId(w.0)
-    }
-
     /// Every worker connects at time 0; the generator starts.
     fn start(&mut self) {
         for w in 0..self.workers.len() as u32 {
@@ -147,6 +134,26 @@ impl<'a> FarmWorld<'a> {
             None => self.feed(),
         }
         self.drain_sfc();
+    }
+
+    fn stop_flag(&self) -> Option<&'a AtomicBool> {
+        self.opts.stop
+    }
+
+    fn report(self, scenario: &Scenario, origin: &str, wall_s: f64) -> SimOutput {
+        let simulated = self.q.now();
+        let busy: Vec<Nanos> = self.workers.iter().map(Worker::busy_ns).collect();
+        let built = self.tally.built();
+        let (mut report, events) =
+            self.tally.report(("sim", origin, scenario), &self.farm, self.sfc.stats(), &busy, simulated);
+        self.net.add_to_report(&mut report, &self.q, built, wall_s);
+        SimOutput { report, events }
+    }
+}
+
+impl<'a> FarmWorld<'a> {
+    fn conn(w: WorkerId) -> ConnId {
+        ConnId(w.0)
     }
 
     fn handle_message(&mut self, c: ConnId, msg: Msg) {
@@ -252,15 +259,5 @@ impl<'a> FarmWorld<'a> {
     fn on_done(&mut self, w: WorkerId, event: EventId, queued: Nanos, now: Nanos) {
         self.tally.on_done(w, event, self.source.bytes(event), queued, now);
         self.opts.on_built(self.tally.built(), self.total);
-    }
-
-    fn report(self, scenario: &Scenario, origin: &str, wall_s: f64) -> SimOutput {
-        let simulated = self.q.now();
-        let busy: Vec<Nanos> = self.workers.iter().map(Worker::busy_ns).collect();
-        let built = self.tally.built();
-        let (mut report, events) =
-            self.tally.report(("sim", origin, scenario), &self.farm, self.sfc.stats(), &busy, simulated);
-        self.net.add_to_report(&mut report, &self.q, built, wall_s);
-        SimOutput { report, events }
     }
 }

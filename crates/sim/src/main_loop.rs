@@ -4,11 +4,45 @@
 //! the loop by implementing [`Dataflow`].
 
 use crate::engine::EventQueue;
+use crate::options::{SimOptions, SimOutput};
 use crate::sockets::{Ev, Sockets, CAPTURE_BATCH};
-use crate::trace::{TraceSink, TraceSpec, Tracer};
+use crate::trace::{Targets, TraceSink, TraceSpec, Tracer};
 use daqnet_core::trace::CaptureSink;
-use daqnet_core::{ConnId, Nanos, NS_PER_S};
+use daqnet_core::{ConnId, Nanos, Scenario, NS_PER_S};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+/// A dataflow the simulator runs from a scenario: made from it, started, run by [`run`], and
+/// turned into a report. The event builder, the sub-farm and DAQPIPE are one each.
+pub(crate) trait World<'a>: Dataflow + Sized {
+    /// The world of `scenario`: its hosts, connections and state machines, nothing scheduled.
+    fn new(scenario: &Scenario, opts: SimOptions<'a>) -> Self;
+    /// Schedules what happens first.
+    fn start(&mut self);
+    /// The flag that stops the run early (Ctrl-C), if it was given one.
+    fn stop_flag(&self) -> Option<&'a AtomicBool>;
+    /// The report of the run, which took `wall_s` seconds of wall time.
+    fn report(self, scenario: &Scenario, origin: &str, wall_s: f64) -> SimOutput;
+}
+
+/// Simulates `scenario` (named `origin` in the report) as world `W`: made, started, run until
+/// it is done, its queue runs dry, `run.time_limit_s` passes or it is stopped.
+pub(crate) fn simulate<'a, W: World<'a>>(scenario: &Scenario, origin: &str, mut opts: SimOptions<'a>) -> SimOutput {
+    let wall = Instant::now();
+    let (trace, capture) = (opts.trace.take(), opts.capture.take());
+    let mut w = W::new(scenario, opts);
+    w.start();
+    let stop = w.stop_flag();
+    let interrupted = run(&mut w, scenario.run.time_limit_s, stop, (trace, capture));
+    let mut out = w.report(scenario, origin, wall.elapsed().as_secs_f64());
+    out.report.interrupted = interrupted;
+    out
+}
+
+/// What a trace of `scenario`, simulated as world `W`, can select.
+pub(crate) fn targets<W: World<'static>>(scenario: &Scenario) -> Targets {
+    W::new(scenario, SimOptions::default()).parts().0.targets()
+}
 
 /// A simulated dataflow over the socket layer: what the shared run loop ([`run`]) needs of it.
 pub trait Dataflow {

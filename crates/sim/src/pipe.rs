@@ -7,7 +7,7 @@
 //! is off the data network: its messages take `pipe.control_delay_ns`.
 
 use crate::engine::EventQueue;
-use crate::main_loop::{run, Dataflow};
+use crate::main_loop::{self, Dataflow, World};
 use crate::net::Network;
 use crate::options::{SimOptions, SimOutput};
 use crate::sockets::{End, Ev, Sockets};
@@ -17,7 +17,7 @@ use daqnet_core::report::{steady_rate, EventRecord, Measure, NotBuilt, PipeStats
 use daqnet_core::scenario::{Pipe, PipePattern};
 use daqnet_core::{ConnId, EventId, Nanos, NodeId, PuId, ReadoutId, Scenario};
 use daqnet_fabric::network::NetworkPlan;
-use std::time::Instant;
+use std::sync::atomic::AtomicBool;
 
 #[derive(Debug, Clone, Copy)]
 enum Msg {
@@ -88,26 +88,13 @@ struct PipeWorld<'a> {
 }
 
 /// Simulates the DAQPIPE event builder of `scenario` (valid, defaults filled in, with `[pipe]`).
-pub fn simulate(scenario: &Scenario, origin: &str, mut opts: SimOptions) -> SimOutput {
-    let wall = Instant::now();
-    let trace = opts.trace.take();
-    let capture = opts.capture.take();
-    let mut w = PipeWorld::new(scenario, opts);
-    if w.pipe.pattern == PipePattern::EventBuilding {
-        w.assign();
-    } else {
-        (0..w.pipe.nodes).for_each(|s| w.stream(s));
-    }
-    let stop = w.opts.stop;
-    let interrupted = run(&mut w, scenario.run.time_limit_s, stop, (trace, capture));
-    let mut out = w.report(scenario, origin, wall.elapsed().as_secs_f64());
-    out.report.interrupted = interrupted;
-    out
+pub fn simulate(scenario: &Scenario, origin: &str, opts: SimOptions) -> SimOutput {
+    main_loop::simulate::<PipeWorld>(scenario, origin, opts)
 }
 
 /// What a trace of `scenario` can select.
 pub(crate) fn targets(scenario: &Scenario) -> crate::trace::Targets {
-    PipeWorld::new(scenario, SimOptions::default()).net.targets()
+    main_loop::targets::<PipeWorld>(scenario)
 }
 
 impl Dataflow for PipeWorld<'_> {
@@ -147,7 +134,7 @@ impl Dataflow for PipeWorld<'_> {
     }
 }
 
-impl<'a> PipeWorld<'a> {
+impl<'a> World<'a> for PipeWorld<'a> {
     fn new(scenario: &Scenario, opts: SimOptions<'a>) -> Self {
         let pipe = scenario.pipe.clone().expect("a pipe scenario has [pipe]");
         let n = pipe.nodes;
@@ -186,6 +173,49 @@ impl<'a> PipeWorld<'a> {
         }
     }
 
+    /// Every builder unit asks for its first events, or every node starts its stream.
+    fn start(&mut self) {
+        if self.pipe.pattern == PipePattern::EventBuilding {
+            self.assign();
+        } else {
+            (0..self.pipe.nodes).for_each(|s| self.stream(s));
+        }
+    }
+
+    fn stop_flag(&self) -> Option<&'a AtomicBool> {
+        self.opts.stop
+    }
+
+    fn report(mut self, scenario: &Scenario, origin: &str, wall_s: f64) -> SimOutput {
+        let steady = self.steady_recv_bps();
+        let measured = self.measure.finish();
+        let duration = measured.duration_s;
+        let built = measured.events_built;
+        let mut report = RunReport::measured("sim", origin, scenario, measured);
+        report.events_not_built = NotBuilt { timed_out: 0, lost: 0, abandoned: scenario.run.events - built };
+        self.net.add_to_report(&mut report, &self.q, self.built, wall_s);
+        let bps = |b: u64| if duration > 0.0 { b as f64 * 8.0 / duration } else { 0.0 };
+        let per_node: Vec<(f64, f64)> = self.sent.iter().zip(&self.received).map(|(&s, &r)| (bps(s), bps(r))).collect();
+        let recv = Spread::of(&per_node.iter().map(|p| p.1).collect::<Vec<_>>());
+        report.pipe = Some(PipeStats {
+            nodes: self.pipe.nodes,
+            pattern: self.pipe.pattern.name().into(),
+            scheduler: self.pipe.scheduler.name().into(),
+            parallel_transfers: self.pipe.parallel_transfers,
+            send_bps: Spread::of(&per_node.iter().map(|p| p.0).collect::<Vec<_>>()),
+            steady_recv_bps: steady.unwrap_or(recv.mean),
+            steady_state: steady.is_some(),
+            recv_bps: recv,
+            per_node,
+            transport: "sim".into(),
+            ..PipeStats::default()
+        });
+        self.records.sort_unstable_by_key(|r| r.event);
+        SimOutput { report, events: self.records }
+    }
+}
+
+impl<'a> PipeWorld<'a> {
     /// The connection from builder unit `b` to readout unit `r` (`r ≠ b`).
     fn conn(&self, b: NodeId, r: ReadoutId) -> ConnId {
         let k = if r.0 < b.0 { r.0 } else { r.0 - 1 };
@@ -340,33 +370,5 @@ impl<'a> PipeWorld<'a> {
                 rate * self.pipe.message_bytes as f64 * 8.0 / receivers.len().max(1) as f64
             }
         })
-    }
-
-    fn report(mut self, scenario: &Scenario, origin: &str, wall_s: f64) -> SimOutput {
-        let steady = self.steady_recv_bps();
-        let measured = self.measure.finish();
-        let duration = measured.duration_s;
-        let built = measured.events_built;
-        let mut report = RunReport::measured("sim", origin, scenario, measured);
-        report.events_not_built = NotBuilt { timed_out: 0, lost: 0, abandoned: scenario.run.events - built };
-        self.net.add_to_report(&mut report, &self.q, self.built, wall_s);
-        let bps = |b: u64| if duration > 0.0 { b as f64 * 8.0 / duration } else { 0.0 };
-        let per_node: Vec<(f64, f64)> = self.sent.iter().zip(&self.received).map(|(&s, &r)| (bps(s), bps(r))).collect();
-        let recv = Spread::of(&per_node.iter().map(|p| p.1).collect::<Vec<_>>());
-        report.pipe = Some(PipeStats {
-            nodes: self.pipe.nodes,
-            pattern: self.pipe.pattern.name().into(),
-            scheduler: self.pipe.scheduler.name().into(),
-            parallel_transfers: self.pipe.parallel_transfers,
-            send_bps: Spread::of(&per_node.iter().map(|p| p.0).collect::<Vec<_>>()),
-            steady_recv_bps: steady.unwrap_or(recv.mean),
-            steady_state: steady.is_some(),
-            recv_bps: recv,
-            per_node,
-            transport: "sim".into(),
-            ..PipeStats::default()
-        });
-        self.records.sort_unstable_by_key(|r| r.event);
-        SimOutput { report, events: self.records }
     }
 }
