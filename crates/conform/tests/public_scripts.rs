@@ -60,3 +60,32 @@ fn the_projects_own_scripts_read_whole() {
     }
     assert!(read >= 2, "{read} scripts");
 }
+
+/// Every project script, proven on the kernel by `tests/kernel.rs`, passes in the TCP model at
+/// this kernel's tick (HZ 250): the segments the model's sender sends, MSS by MSS, at the
+/// script's times with packetdrill's tolerance, and its `tcp_info`.
+#[test]
+fn the_projects_scripts_pass_in_the_model() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("crates/conform/scripts")
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pkt"))
+        .collect();
+    files.sort();
+    let mut failed = Vec::new();
+    for f in &files {
+        let script = Script::parse(&std::fs::read_to_string(f).expect("readable")).expect("parses");
+        let out = daqnet_conform::model::run(&script, &dir, 250);
+        if out != daqnet_conform::model::Outcome::Pass {
+            failed.push(format!("{}: {out:?}", f.file_name().unwrap_or_default().to_string_lossy()));
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of {} scripts do not pass in the model:\n{}",
+        failed.len(),
+        files.len(),
+        failed.join("\n")
+    );
+}

@@ -43,6 +43,9 @@ pub struct TcpParams {
     pub static_cwnd: u32,
     /// SACK in use.
     pub sack: bool,
+    /// TCP timestamps negotiated (Linux's default, and the simulator's; a packetdrill script's
+    /// handshake may leave them out).
+    pub timestamps: bool,
     /// Minimum RTO, ns.
     pub min_rto_ns: Nanos,
     /// Maximum RTO, ns.
@@ -82,6 +85,7 @@ impl TcpParams {
             cc: c.congestion_control,
             static_cwnd: c.static_cwnd_segments,
             sack: c.sack,
+            timestamps: true,
             min_rto_ns: c.min_rto_ns,
             max_rto_ns: c.max_rto_ns,
             initial_rto_ns: c.initial_rto_ns,

@@ -48,6 +48,12 @@ impl RttEstimator {
         self.backoff = (self.backoff + 1).min(30);
     }
 
+    /// How many times the timer was backed off since the last RTT sample (Linux
+    /// `icsk_backoff`, `tcpi_backoff`).
+    pub fn backoff(&self) -> u32 {
+        self.backoff
+    }
+
     /// Whether a timeout has backed the timer off since the last valid sample.
     pub fn backed_off(&self) -> bool {
         self.backoff > 0

@@ -76,6 +76,8 @@ pub struct Transmission {
 pub struct Sender {
     initial_cwnd: u32,
     sack: bool,
+    /// TCP timestamps on the connection: an ACK of a retransmission echoes its time.
+    timestamps: bool,
     dupthresh: u32,
     limited_transmit: bool,
     slow_start_after_idle: bool,
@@ -125,6 +127,7 @@ impl Sender {
         Sender {
             initial_cwnd: p.initial_cwnd,
             sack: p.sack,
+            timestamps: p.timestamps,
             dupthresh: p.dupthresh,
             limited_transmit: p.limited_transmit,
             slow_start_after_idle: p.slow_start_after_idle,
@@ -183,6 +186,11 @@ impl Sender {
     /// Current retransmission timeout, ns.
     pub fn rto(&self) -> Nanos {
         self.rtt.rto()
+    }
+
+    /// Back-offs of the retransmission timer since the last RTT sample (`tcpi_backoff`).
+    pub fn backoff(&self) -> u32 {
+        self.rtt.backoff()
     }
 
     /// Smoothed RTT, ns.
@@ -476,12 +484,13 @@ impl Sender {
             newly_sacked
         };
         // Linux tcp_ack_update_rtt: a sample from segments sent once (Karn's rule), else from
-        // newly SACKed ones, else — timestamps are on — the echo of the segment that made the
-        // receiver ACK, which for a retransmission is the retransmission.
+        // newly SACKed ones, else — if timestamps are on — the echo of the segment that made the
+        // receiver ACK, which for a retransmission is the retransmission. Without timestamps an
+        // ACK of retransmissions only gives no sample, and the back-off stays.
         let sample = match (first_ackt, retrans_acked, first_sackt) {
             (Some(sent), false, _) => Some(now - sent),
             (_, _, Some(sent)) => Some(now - sent),
-            _ if una_advanced => Some(now - last_sent),
+            _ if una_advanced && self.timestamps => Some(now - last_sent),
             _ => None,
         };
         if let Some(rtt) = sample {
@@ -939,5 +948,23 @@ mod tests {
         assert_eq!(s.rto(), 2 * first, "backed off");
         s.on_ack(t2 + 100 * US, 1000, &[], false);
         assert_eq!(s.rto(), first, "the timestamp echo of the retransmission is a valid sample");
+    }
+
+    #[test]
+    fn without_timestamps_karns_rule_takes_no_sample_from_a_retransmission_and_the_back_off_stays() {
+        let c = TcpConfig { rack: true, tail_loss_probe: false, timer_hz: 0, ..Default::default() };
+        let mut s = Sender::new(&TcpParams { timestamps: false, ..TcpParams::from_config(&c, 1000) });
+        s.seed_rtt(100 * US);
+        s.write(0, 1000);
+        send(&mut s, 0);
+        let first = s.rto();
+        let t = s.poll_timeout().unwrap();
+        s.on_timer(t);
+        assert_eq!(send(&mut s, t), [(0, true)]);
+        assert_eq!((s.backoff(), s.rto()), (1, 2 * first));
+        // Linux tcp_clean_rtx_queue: no RTT from a segment sent twice; tcp_ack_update_rtt then
+        // has nothing to clear icsk_backoff with (crates/conform/scripts/rto-backoff.pkt).
+        s.on_ack(t + 100 * US, 1000, &[], false);
+        assert_eq!((s.backoff(), s.rto()), (1, 2 * first), "no sample: the back-off stays");
     }
 }
