@@ -305,6 +305,8 @@ impl Runner {
                 let text = std::fs::read_to_string(dir.join(line)).map_err(|e| unsupported(format!("{line}: {e}")))?;
                 let joined = text.replace("\\\n", " ");
                 self.shell(&joined, dir)?;
+            } else if line.starts_with("ip tcp_metrics flush") || line.starts_with("tc qdisc add dev tun0 root pfifo") {
+                // The model remembers nothing between connections, and its host queue is a FIFO.
             } else if let Some(rest) = line.strip_prefix("sysctl") {
                 for kv in rest.split_whitespace().filter(|w| w.contains('=')) {
                     let (k, v) = kv.split_once('=').unwrap_or_default();
@@ -328,14 +330,37 @@ impl Runner {
             "tcp_reordering" => {
                 c.dupack_threshold = value.parse().map_err(|_| unsupported(format!("{key}={value}")))?
             }
-            // Read, and what the model does is the same either way.
+            "tcp_congestion_control" => {
+                c.congestion_control = match value {
+                    "cubic" => CongestionControl::Cubic,
+                    "reno" => CongestionControl::Newreno,
+                    other => return Err(unsupported(format!("the congestion control {other}"))),
+                }
+            }
+            // ECN: the model has none yet; off is what it does.
+            "tcp_ecn" if value == "0" => {}
+            // The ECN option only counts once ECN is negotiated, which the model never does.
+            "tcp_ecn_option" => {}
+            // Read, and what the model does is the same either way: the handshake's retries,
+            // cookies and Fast Open, buffer sizes, pacing (the model's senders are not paced),
+            // FACK (gone from Linux), timestamps (the handshake decides), TSO sizing.
             "tcp_timestamps"
             | "tcp_dsack"
             | "tcp_frto"
             | "tcp_no_metrics_save"
             | "tcp_rmem"
             | "tcp_wmem"
-            | "tcp_min_tso_segs" => {}
+            | "tcp_min_tso_segs"
+            | "tcp_syn_retries"
+            | "tcp_synack_retries"
+            | "tcp_syncookies"
+            | "tcp_fack"
+            | "tcp_fastopen"
+            | "tcp_fastopen_key"
+            | "tcp_notsent_lowat"
+            | "tcp_pacing_ca_ratio"
+            | "tcp_pacing_ss_ratio"
+            | "tcp_tso_win_divisor" => {}
             other => return Err(unsupported(format!("the setting {other}={value}"))),
         }
         Ok(())
