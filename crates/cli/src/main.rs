@@ -60,6 +60,8 @@ enum Command {
     Scenario(commands::scenario::ScenarioArgs),
     /// Measure simulator speed (collision events per wall second) on reference loads.
     Bench(commands::bench::BenchArgs),
+    /// Run packetdrill scripts against the simulator's TCP model: PASS, FAIL or UNSUPPORTED each.
+    Conform(commands::conform::ConformArgs),
 }
 
 /// With this variable set, `daqnet` checks its command line and the scenarios it names, then
@@ -85,7 +87,8 @@ fn check(c: &Command) -> anyhow::Result<()> {
         | Command::Study(_)
         | Command::Switch(_)
         | Command::Scenario(_)
-        | Command::Bench(_) => Ok(()),
+        | Command::Bench(_)
+        | Command::Conform(_) => Ok(()),
     }
 }
 
@@ -121,6 +124,7 @@ fn main() -> ExitCode {
         Command::Role(a) => commands::role::run(a),
         Command::Scenario(a) => commands::scenario::run(a),
         Command::Bench(a) => commands::bench::run(a),
+        Command::Conform(a) => commands::conform::run(a),
     };
     match result {
         Ok(code) => code,

@@ -249,9 +249,10 @@ fn documented() -> Vec<DocCommand> {
     for f in docs.map(|d| format!("docs/{d}.md")) {
         all.extend(from_markdown(&f));
     }
-    for verb in
-        ["scenario", "sim", "sweep", "plot", "study", "run", "pipe", "testbed", "validate", "switch", "role", "bench"]
-    {
+    for verb in [
+        "scenario", "sim", "sweep", "plot", "study", "run", "pipe", "testbed", "validate", "switch", "role", "bench",
+        "conform",
+    ] {
         all.extend(from_help(verb));
     }
     all
@@ -261,7 +262,7 @@ fn documented() -> Vec<DocCommand> {
 fn every_documented_command_works_as_written() {
     let dir = common::out_dir("docs");
     std::fs::create_dir_all(&*dir).unwrap();
-    for d in ["scenarios", "studies"] {
+    for d in ["scenarios", "studies", "crates"] {
         std::os::unix::fs::symlink(repo().join(d).canonicalize().unwrap(), dir.join(d)).unwrap();
     }
     let all = documented();
@@ -317,9 +318,10 @@ fn every_documented_command_works_as_written() {
 fn help_examples_fit_a_100_column_terminal() {
     // clap wraps help at the terminal's width (100 without a terminal): an example longer than
     // that breaks in the middle of a flag, and the pasted line fails.
-    for verb in
-        ["scenario", "sim", "sweep", "plot", "study", "run", "pipe", "testbed", "validate", "switch", "role", "bench"]
-    {
+    for verb in [
+        "scenario", "sim", "sweep", "plot", "study", "run", "pipe", "testbed", "validate", "switch", "role", "bench",
+        "conform",
+    ] {
         let help = String::from_utf8(common::daqnet(&[verb, "--help"]).stdout).unwrap();
         for l in help.lines().skip_while(|l| !l.starts_with("Example")).skip(1) {
             let command = parse_line(String::new(), l).is_some() || l.starts_with("  ip netns exec ");

@@ -1,6 +1,7 @@
 //! One module per `daqnet` verb.
 
 pub mod bench;
+pub mod conform;
 pub mod pipe;
 pub mod plan;
 pub mod plot;
