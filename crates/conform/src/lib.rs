@@ -25,6 +25,19 @@ pub mod script;
 pub use packet::{Direction, Segment, TcpOption};
 pub use script::{Action, Event, Script, Time};
 
+/// The packetdrill scripts (`*.pkt`) in `dir`, sorted by name.
+pub fn scripts_in(dir: &std::path::Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+    let mut v = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|x| x == "pkt") {
+            v.push(path);
+        }
+    }
+    v.sort();
+    Ok(v)
+}
+
 /// A script line that cannot be read: where, and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("line {line}: {what}")]

@@ -30,14 +30,7 @@ fn is_root() -> bool {
 }
 
 fn scripts() -> Vec<PathBuf> {
-    let dir = repo().join("crates/conform/scripts");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("crates/conform/scripts")
-        .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pkt"))
-        .collect();
-    v.sort();
-    v
+    daqnet_conform::scripts_in(&repo().join("crates/conform/scripts")).expect("crates/conform/scripts")
 }
 
 #[test]

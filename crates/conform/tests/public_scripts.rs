@@ -3,7 +3,7 @@
 //! `PACKETDRILL_DIR` or `../shared/packetdrill` beside the repository; without either the test
 //! says so and passes.
 
-use daqnet_conform::{Action, Script};
+use daqnet_conform::{scripts_in, Action, Script};
 use std::path::PathBuf;
 
 /// The directories of `gtests/net/tcp` whose scripts apply to the model.
@@ -26,12 +26,7 @@ fn the_applicable_public_scripts_read_whole() {
     let mut read = 0;
     let mut segments = 0;
     for sub in APPLICABLE {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("gtests/net/tcp").join(sub))
-            .unwrap_or_else(|e| panic!("{sub}: {e}"))
-            .map(|e| e.expect("a directory entry").path())
-            .filter(|p| p.extension().is_some_and(|x| x == "pkt"))
-            .collect();
-        files.sort();
+        let files = scripts_in(&dir.join("gtests/net/tcp").join(sub)).unwrap_or_else(|e| panic!("{sub}: {e}"));
         for f in files {
             let text = std::fs::read_to_string(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
             let script = Script::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
@@ -48,15 +43,12 @@ fn the_applicable_public_scripts_read_whole() {
 fn the_projects_own_scripts_read_whole() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts");
     let mut read = 0;
-    for entry in std::fs::read_dir(&dir).expect("crates/conform/scripts") {
-        let f = entry.expect("a directory entry").path();
-        if f.extension().is_some_and(|x| x == "pkt") {
-            let text = std::fs::read_to_string(&f).expect("a readable script");
-            let script = Script::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-            assert!(text.contains("Pins "), "{}: the header names the kernel function it pins", f.display());
-            assert!(script.events.iter().any(|e| matches!(e.action, Action::Segment(_))), "{}", f.display());
-            read += 1;
-        }
+    for f in scripts_in(&dir).expect("crates/conform/scripts") {
+        let text = std::fs::read_to_string(&f).expect("a readable script");
+        let script = Script::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        assert!(text.contains("Pins "), "{}: the header names the kernel function it pins", f.display());
+        assert!(script.events.iter().any(|e| matches!(e.action, Action::Segment(_))), "{}", f.display());
+        read += 1;
     }
     assert!(read >= 2, "{read} scripts");
 }
@@ -67,12 +59,7 @@ fn the_projects_own_scripts_read_whole() {
 #[test]
 fn the_projects_scripts_pass_in_the_model() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("crates/conform/scripts")
-        .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pkt"))
-        .collect();
-    files.sort();
+    let files = scripts_in(&dir).expect("crates/conform/scripts");
     let mut failed = Vec::new();
     for f in &files {
         let script = Script::parse(&std::fs::read_to_string(f).expect("readable")).expect("parses");
