@@ -86,6 +86,7 @@ pub trait Dataflow {
 pub type Tracing<'a> = (TraceSpec, &'a mut dyn TraceSink);
 /// Ports to capture during a run (the `ports` of a spec), and where their frames go.
 pub type Capturing<'a> = (TraceSpec, &'a mut dyn CaptureSink);
+
 /// Runs `flow` until it is finished, its queue runs dry or passes `limit_s` simulated
 /// seconds, or `stop` is set, sampling `trace` on the way; returns whether `stop` ended it.
 pub fn run<D: Dataflow>(

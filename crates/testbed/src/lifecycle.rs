@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-pub use crate::steps::STATE_DIR;
+use crate::steps::STATE_DIR;
 
 /// What `/run/daqnet/testbed/<id>.json` records.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -247,16 +247,6 @@ impl OvsFabric {
         n.port(n.link(vertex(b), to).expect("every link of the rules is planned"))
     }
 
-    /// The buffer of bridge `b`'s port towards `peer`, in bytes: the tier's, or a host's queue
-    /// for a readout unit's bridge (its NIC).
-    fn port_bytes(&self, b: Bridge, peer: Peer) -> u64 {
-        match self.port_plan(b, peer).buffer {
-            PortBuffer::Unlimited => HOST_QUEUE_BYTES,
-            PortBuffer::Dedicated(bytes) => bytes,
-            PortBuffer::Shared { .. } => unreachable!("the testbed's check refuses shared pools"),
-        }
-    }
-
     /// The steps that build the fabric, after the namespaces and the control network exist, in
     /// the namespaces and with the host settings of `p`.
     pub fn steps(&self, p: &FabricHosts) -> Vec<Step> {
@@ -425,12 +415,18 @@ impl OvsFabric {
     /// The queue of bridge `b`'s port towards `peer`: the plan's rate and buffer; a readout
     /// unit's uplinks are its NICs, paced as hosts are.
     fn port_shaper(&self, sw: &str, (b, peer): (Bridge, Peer), dev: &str, p: &FabricHosts) -> Step {
-        let bytes = self.port_bytes(b, peer);
+        let port = self.port_plan(b, peer);
+        // A readout unit's bridge is its NIC: a host's queue.
+        let bytes = match port.buffer {
+            PortBuffer::Unlimited => HOST_QUEUE_BYTES,
+            PortBuffer::Dedicated(bytes) => bytes,
+            PortBuffer::Shared { .. } => unreachable!("the testbed's check refuses shared pools"),
+        };
         let (burst, limit) = match b {
             Bridge::Readout(_) => (p.host_burst_ns, bytes),
             _ => (SWITCH_BURST_NS, switch_queue_limit(bytes, p.mtu_bytes)),
         };
-        shaper(sw, dev, self.port_plan(b, peer).rate_bps, burst, limit, p.mtu_bytes)
+        shaper(sw, dev, port.rate_bps, burst, limit, p.mtu_bytes)
     }
 
     /// /32 routes and permanent neighbours between every readout unit and every node, through
