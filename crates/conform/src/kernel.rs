@@ -4,6 +4,7 @@
 //! `in_netns.sh` does. Needs root, `/dev/net/tun`, and bison and flex to build
 //! (`scripts/packetdrill-deps.sh`).
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -127,8 +128,8 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), KernelError> {
         } else {
             std::fs::copy(&src, &dst).map_err(io(format!("copying {}", src.display())))?;
             let mut perms = std::fs::metadata(&dst).map_err(io(format!("reading {}", dst.display())))?.permissions();
-            #[allow(clippy::permissions_set_readonly_false)]
-            perms.set_readonly(false);
+            // Writable by its owner (the build writes beside the sources), by no one else.
+            perms.set_mode(perms.mode() | 0o200);
             std::fs::set_permissions(&dst, perms).map_err(io(format!("making {} writable", dst.display())))?;
         }
     }

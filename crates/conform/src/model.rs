@@ -41,7 +41,8 @@ pub fn run(script: &Script, dir: &Path, hz: u32) -> Outcome {
             return o;
         }
     }
-    match r.check_quiet(r.last) {
+    let last_line = script.events.last().map_or(0, |e| e.line);
+    match r.check_quiet(r.last, last_line) {
         Ok(()) => Outcome::Pass,
         Err(o) => o,
     }
@@ -100,7 +101,7 @@ impl Runner {
             }
             Time::Range { from, to, relative } => {
                 let base = if relative { self.last } else { 0 };
-                (base + ns(from) - TOLERANCE_NS.min(base + ns(from)), base + ns(to) + TOLERANCE_NS, base + ns(from))
+                ((base + ns(from)).saturating_sub(TOLERANCE_NS), base + ns(to) + TOLERANCE_NS, base + ns(from))
             }
             Time::Any => (self.last, Nanos::MAX, self.last),
         }
@@ -112,11 +113,11 @@ impl Runner {
             action => {
                 let (_, _, at) = self.window(e.time);
                 self.run_timers(at.saturating_sub(1));
-                self.check_quiet(at)?;
+                self.check_quiet(at, e.line)?;
                 self.last = at;
                 match action {
                     Action::Shell(cmd) => self.shell(cmd, dir),
-                    Action::Syscall { name, args, result, .. } => self.syscall(e.line, name, args, result, at),
+                    Action::Syscall { name, args, .. } => self.syscall(e.line, name, args, at),
                     Action::Segment(s) => self.inbound(e.line, s, at),
                     Action::Python(code) => self.python(e.line, code),
                 }
@@ -124,9 +125,12 @@ impl Runner {
         }
     }
 
-    /// Fires every timer due up to `until`, keeping what the sender sends.
+    /// Fires every timer due up to `until`, keeping what the sender sends, until it sends
+    /// something the script has not matched yet (which the next event checks): a `*` line's
+    /// open window then ends at the first segment, not with the sender's last timer.
     fn run_timers(&mut self, until: Nanos) {
-        while let Some(due) = self.sender.as_ref().and_then(Sender::poll_timeout).filter(|&d| d <= until) {
+        while self.sent.is_empty() {
+            let Some(due) = self.sender.as_ref().and_then(Sender::poll_timeout).filter(|&d| d <= until) else { break };
             let s = self.sender.as_mut().expect("a timer belongs to a sender");
             s.on_timer(due);
             self.pump(due);
@@ -148,11 +152,12 @@ impl Runner {
         }
     }
 
-    /// Fails if the sender sent something the script did not expect before `at`.
-    fn check_quiet(&self, at: Nanos) -> Result<(), Outcome> {
+    /// Fails if the sender sent something the script did not expect before `at`, when the
+    /// script's `line` comes.
+    fn check_quiet(&self, at: Nanos, line: usize) -> Result<(), Outcome> {
         match self.sent.front() {
             Some(&(t, s, e)) if t < at => Err(fail(
-                0,
+                line,
                 format!(
                     "the model sent {}:{}({}) at {:.6} s, which the script does not expect",
                     s + 1,
@@ -270,7 +275,7 @@ impl Runner {
         Ok(())
     }
 
-    fn syscall(&mut self, line: usize, name: &str, args: &str, _result: &str, at: Nanos) -> Result<(), Outcome> {
+    fn syscall(&mut self, line: usize, name: &str, args: &str, at: Nanos) -> Result<(), Outcome> {
         match name {
             "socket" | "bind" | "listen" | "accept" => Ok(()),
             "setsockopt" if args.contains("TCP_CONGESTION") => {
