@@ -10,16 +10,10 @@ use std::path::PathBuf;
 const APPLICABLE: [&str; 7] =
     ["fast_recovery", "fast_retransmit", "limited_transmit", "sack", "slow_start", "cubic", "cwnd_moderation"];
 
-fn packetdrill_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("PACKETDRILL_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/packetdrill"));
-    dir.join("gtests/net/tcp").is_dir().then_some(dir)
-}
-
 #[test]
 fn the_applicable_public_scripts_read_whole() {
-    let Some(dir) = packetdrill_dir() else {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let Some(dir) = daqnet_conform::kernel::source(&repo) else {
         eprintln!("skipped: no packetdrill scripts (set PACKETDRILL_DIR or put packetdrill in ../shared)");
         return;
     };
