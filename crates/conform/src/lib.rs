@@ -9,13 +9,15 @@
 //! - [`packet`]: a TCP segment line (`< . 1:1(0) ack 1001 win 257 <sack 1001:2001,nop,nop>`);
 //! - [`kernel`]: packetdrill built from its sources and run on the live kernel, one network
 //!   namespace per run;
-//! - [`model`]: a script against the simulator's TCP sender on a virtual clock (the socket under
-//!   test as a sender: passive open, writes, injected ACKs and SACKs, timers, `tcp_info`).
+//! - [`model`]: a script against the simulator's TCP endpoint on a virtual clock (passive or
+//!   active open, writes and reads, injected ACKs, SACKs and data, timers, FIN after the data
+//!   is acknowledged, `tcp_info`).
 //!
 //! The project's own scripts are in `crates/conform/scripts/`, each naming the kernel function
 //! it pins; `tests/kernel.rs` proves every one on this kernel, five runs out of five, and
-//! `tests/public_scripts.rs` holds the model to each. Not yet: the receiver side, FIN/RST,
-//! timestamps on the wire, the public scripts through the model, and the `daqnet conform` verb.
+//! `tests/public_scripts.rs` holds the model to each, and to the public scripts as
+//! `public-outcomes.txt` lists them. Not modelled: RST, a FIN on data, the peer closing first,
+//! the peer's receive window, ECN.
 
 pub mod kernel;
 pub mod model;

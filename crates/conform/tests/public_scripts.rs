@@ -3,6 +3,7 @@
 //! `PACKETDRILL_DIR` or `../shared/packetdrill` beside the repository; without either the test
 //! says so and passes.
 
+use daqnet_conform::model::Outcome;
 use daqnet_conform::{scripts_in, Action, Script};
 use std::path::PathBuf;
 
@@ -58,7 +59,7 @@ fn the_projects_scripts_pass_in_the_model() {
     for f in &files {
         let script = Script::parse(&std::fs::read_to_string(f).expect("readable")).expect("parses");
         let out = daqnet_conform::model::run(&script, &dir, 250);
-        if out != daqnet_conform::model::Outcome::Pass {
+        if out != Outcome::Pass {
             failed.push(format!("{}: {out:?}", f.file_name().unwrap_or_default().to_string_lossy()));
         }
     }
@@ -69,4 +70,53 @@ fn the_projects_scripts_pass_in_the_model() {
         files.len(),
         failed.join("\n")
     );
+}
+
+/// The expected outcome of every applicable public script in the model at HZ 1000, upstream's
+/// tick: pass, unless `public-outcomes.txt` lists it as a failure or unsupported, with the
+/// reason. A new failure and an unexpected pass both fail this test; at least 90 % of the
+/// scripts the model supports pass.
+#[test]
+fn the_public_scripts_pass_in_the_model_except_the_listed_ones() {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let Some(src) = daqnet_conform::kernel::source(&repo) else {
+        eprintln!("skipped: no packetdrill scripts (set PACKETDRILL_DIR or put packetdrill in ../shared)");
+        return;
+    };
+    let listed = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("public-outcomes.txt"))
+        .expect("crates/conform/public-outcomes.txt");
+    let expected: std::collections::BTreeMap<&str, &str> = listed
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let mut w = l.split_whitespace();
+            let (outcome, script) = (w.next().unwrap_or_default(), w.next().unwrap_or_default());
+            assert!(matches!(outcome, "fail" | "unsupported"), "public-outcomes.txt: `{l}`");
+            assert!(w.next().is_some(), "public-outcomes.txt: {script} has no reason");
+            (script, outcome)
+        })
+        .collect();
+    let tcp = src.join("gtests/net/tcp");
+    let (mut wrong, mut passed, mut supported) = (Vec::new(), 0, 0);
+    for sub in APPLICABLE {
+        for f in scripts_in(&tcp.join(sub)).unwrap_or_else(|e| panic!("{sub}: {e}")) {
+            let name = f.strip_prefix(&tcp).expect("under tcp/").to_string_lossy().into_owned();
+            let script = Script::parse(&std::fs::read_to_string(&f).expect("readable")).expect("parses");
+            let out = daqnet_conform::model::run(&script, f.parent().expect("a folder"), 1000);
+            let got = match &out {
+                Outcome::Pass => "pass",
+                Outcome::Fail { .. } => "fail",
+                Outcome::Unsupported(_) => "unsupported",
+            };
+            passed += usize::from(got == "pass");
+            supported += usize::from(got != "unsupported");
+            let want = expected.get(name.as_str()).copied().unwrap_or("pass");
+            if got != want {
+                wrong.push(format!("{name}: expected {want}, got {out:?}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "outcomes differ from public-outcomes.txt:\n{}", wrong.join("\n"));
+    assert!(passed * 10 >= supported * 9, "{passed} of {supported} supported scripts pass: below 90 %");
+    eprintln!("{passed} of {supported} supported public scripts pass");
 }

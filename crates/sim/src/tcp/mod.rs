@@ -19,6 +19,7 @@
 pub mod cc;
 pub mod rack;
 mod receiver;
+pub mod reordering;
 pub mod rtt;
 pub mod scoreboard;
 mod sender;

@@ -65,11 +65,11 @@ impl Rack {
         std::mem::take(&mut self.advanced)
     }
 
-    /// The reordering window, ns. Linux, with no reordering seen: zero during recovery or once
-    /// `dupthresh` segments are SACKed (be as quick as the duplicate-ACK rule), otherwise a
-    /// quarter of the minimum RTT, at most the smoothed RTT.
-    pub fn reo_wnd(&self, in_recovery: bool, sacked_out: u32, dupthresh: u32, srtt: Nanos) -> Nanos {
-        if in_recovery || sacked_out >= dupthresh {
+    /// The reordering window, ns (Linux `tcp_rack_reo_wnd`). With no reordering seen: zero
+    /// during recovery or once `reordering` segments are SACKed (be as quick as the
+    /// duplicate-ACK rule). Otherwise a quarter of the minimum RTT, at most the smoothed RTT.
+    pub fn reo_wnd(&self, reord_seen: bool, in_recovery: bool, sacked_out: u32, reordering: u32, srtt: Nanos) -> Nanos {
+        if !reord_seen && (in_recovery || sacked_out >= reordering) {
             return 0;
         }
         self.min_rtt().map_or(0, |m| (m / 4).min(srtt))
@@ -108,11 +108,12 @@ mod tests {
         assert!(r.predates_delivered(0, 1000));
         assert!(!r.predates_delivered(10, 2000), "not before itself");
         assert!(!r.predates_delivered(20, 3000));
-        let wnd = r.reo_wnd(false, 1, 3, 100);
+        let wnd = r.reo_wnd(false, false, 1, 3, 100);
         assert_eq!(wnd, 25, "a quarter of the minimum RTT");
         assert_eq!(r.remaining(110, 0, wnd), 15, "sent at 0, RTT 100, window 25, now 110");
-        assert_eq!(r.remaining(110, 0, r.reo_wnd(false, 3, 3, 100)), -10, "dupthresh SACKs: no window");
-        assert_eq!(r.reo_wnd(true, 0, 3, 100), 0, "none in recovery");
+        assert_eq!(r.remaining(110, 0, r.reo_wnd(false, false, 3, 3, 100)), -10, "dupthresh SACKs: no window");
+        assert_eq!(r.reo_wnd(false, true, 0, 3, 100), 0, "none in recovery");
+        assert_eq!(r.reo_wnd(true, true, 3, 3, 100), 25, "once reordering was seen, always the window");
     }
 
     #[test]

@@ -13,6 +13,7 @@
 
 use super::cc::{AckSample, Controller};
 use super::rack::Rack;
+use super::reordering::Reordering;
 use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
 use super::tick::TimerTick;
@@ -78,7 +79,13 @@ pub struct Sender {
     sack: bool,
     /// TCP timestamps on the connection: an ACK of a retransmission echoes its time.
     timestamps: bool,
+    /// The setting `tcp_reordering`: the duplicate-ACK threshold before any reordering is seen.
     dupthresh: u32,
+    /// Segment size, bytes (Linux `mss_cache`): reordering is measured in segments.
+    mss: u32,
+    reordering: Reordering,
+    /// End of the highest segment ever SACKed (Linux `tcp_highest_sack_seq` while any is).
+    highest_sack: u64,
     limited_transmit: bool,
     slow_start_after_idle: bool,
     rack_on: bool,
@@ -115,6 +122,21 @@ pub struct Sender {
 }
 
 impl Sender {
+    /// What the sender has seen of reordering (`tcpi_reordering`, `tcpi_reord_seen`).
+    pub fn reordering(&self) -> Reordering {
+        self.reordering
+    }
+
+    /// Linux `tcp_highest_sack_seq` (`prior_fack` in `tcp_ack`): the end of the highest
+    /// SACKed segment, or `snd_una` when none is SACKed.
+    fn fack(&self) -> u64 {
+        if self.sb.sacked_out() == 0 {
+            self.snd_una
+        } else {
+            self.highest_sack
+        }
+    }
+
     /// Bytes of the scoreboard's allocation.
     pub fn heap_bytes(&self) -> usize {
         self.sb.heap_bytes()
@@ -129,6 +151,9 @@ impl Sender {
             sack: p.sack,
             timestamps: p.timestamps,
             dupthresh: p.dupthresh,
+            mss: p.mss,
+            reordering: Reordering::new(p.dupthresh),
+            highest_sack: 0,
             limited_transmit: p.limited_transmit,
             slow_start_after_idle: p.slow_start_after_idle,
             rack_on: p.rack,
@@ -421,12 +446,20 @@ impl Sender {
 
     /// An acknowledgement arrived at `now`: cumulative `ack`, `sacks` blocks (a first block
     /// below `ack` or inside another block is a D-SACK, RFC 2883), and whether the segment also
-    /// carried data (then it is not a duplicate ACK).
+    /// carried data (then it is not a duplicate ACK). An ACK below `snd_una` (overtaken by a
+    /// later one) counts only for its SACK blocks, as Linux's `old_ack` path in `tcp_ack`.
     pub fn on_ack(&mut self, now: Nanos, ack: u64, sacks: &[(u64, u64)], carries_data: bool) {
-        if ack > self.snd_nxt || ack < self.snd_una {
+        let old = ack < self.snd_una;
+        if ack > self.snd_nxt || (old && (!self.sack || sacks.is_empty())) {
             return;
         }
+        let ack = ack.max(self.snd_una);
         let prior_una = self.snd_una;
+        let prior_fack = self.fack();
+        let prior_sacked = self.sb.sacked_out() > 0;
+        // Linux `tcp_sacktag_one` and `tcp_clean_rtx_queue`: the lowest segment sent once that
+        // this ACK delivers below a segment SACKed before it — reordering, not loss.
+        let (mut reord, mut highest_sack) = (u64::MAX, self.highest_sack);
         let lost_before = self.sb.lost();
         let dsack = self.sack
             && sacks.first().is_some_and(|&(s, e)| e <= ack || sacks[1..].iter().any(|&(s2, e2)| s2 <= s && e <= e2));
@@ -439,7 +472,11 @@ impl Sender {
             for &(s, e) in sacks {
                 newly_sacked += self.sb.sack_block(s, e, |seg| {
                     let ever_retrans = seg.marks().ever_retrans;
+                    highest_sack = highest_sack.max(seg.end);
                     if !ever_retrans {
+                        if prior_sacked && seg.start < prior_fack {
+                            reord = reord.min(seg.start);
+                        }
                         first_sackt = Some(first_sackt.map_or(seg.sent_at, |t| t.min(seg.sent_at)));
                         last_sackt = last_sackt.max(seg.sent_at);
                     }
@@ -447,6 +484,12 @@ impl Sender {
                 });
             }
         }
+        self.highest_sack = highest_sack;
+        if reord < u64::MAX {
+            // A segment was newly SACKed, so the highest SACKed one is `fack`.
+            self.reordering.check(reord, highest_sack, self.mss);
+        }
+        let mut reord = u64::MAX;
         let (mut first_ackt, mut last_ackt) = (None, 0);
         let mut last_sent = 0;
         let mut retrans_acked = false;
@@ -459,6 +502,7 @@ impl Sender {
             } else if !m.sacked {
                 first_ackt = first_ackt.or(Some(seg.sent_at));
                 last_ackt = seg.sent_at;
+                reord = reord.min(seg.start);
             }
             if !m.sacked {
                 acked_unsacked += 1;
@@ -467,6 +511,10 @@ impl Sender {
             last_sent = last_sent.max(seg.sent_at);
         });
         self.snd_una = ack;
+        if self.sack && reord < prior_fack {
+            let fack = if self.sb.sacked_out() == 0 { ack } else { highest_sack };
+            self.reordering.check(reord, fack, self.mss);
+        }
         let una_advanced = ack > prior_una;
         if !self.sack && !una_advanced && !carries_data && !self.sb.is_empty() && self.state != CaState::Loss {
             self.sb.reno_dupack();
@@ -488,6 +536,7 @@ impl Sender {
         // receiver ACK, which for a retransmission is the retransmission. Without timestamps an
         // ACK of retransmissions only gives no sample, and the back-off stays.
         let sample = match (first_ackt, retrans_acked, first_sackt) {
+            _ if old => None,
             (Some(sent), false, _) => Some(now - sent),
             (_, _, Some(sent)) => Some(now - sent),
             _ if una_advanced && self.timestamps => Some(now - last_sent),
@@ -504,7 +553,7 @@ impl Sender {
             (Some(_), false, _) => Some(now - last_ackt),
             _ => sample,
         };
-        if acked + newly_sacked > 0 {
+        if acked + newly_sacked > 0 && !old {
             let (cwnd, ssthresh, snd_una, snd_nxt, srtt) =
                 (self.cwnd, self.ssthresh, self.snd_una, self.snd_nxt, self.rtt.srtt());
             let a = AckSample { now, rtt: ca_rtt, cwnd, ssthresh, snd_una, snd_nxt, srtt };
@@ -546,7 +595,7 @@ impl Sender {
         if self.rack_on {
             self.rack.take_advanced() && self.rack_mark_lost(now)
         } else {
-            self.sb.mark_lost_by_sack(self.dupthresh);
+            self.sb.mark_lost_by_sack(self.reordering.degree());
             false
         }
     }
@@ -574,14 +623,13 @@ impl Sender {
                 if self.sack {
                     reorder_armed = self.detect_loss(now);
                 }
-                let dupthresh_rule = !self.rack_on && self.sb.sacked_out() >= self.dupthresh;
+                let dupthresh_rule = !self.rack_on && self.sb.sacked_out() >= self.reordering.degree();
                 if self.sb.lost_out() > 0 || dupthresh_rule {
                     self.enter_recovery();
                     self.cwnd_reduction(delivered, una_advanced, self.sb.lost() != lost_before);
                 } else {
                     self.state = if self.sb.sacked_out() > 0 { CaState::Disorder } else { CaState::Open };
-                    // Linux `tcp_may_raise_cwnd`: only on an ACK that advances the window.
-                    if acked > 0 {
+                    if self.may_raise_cwnd(acked, delivered) {
                         self.grow(now, delivered);
                     }
                 }
@@ -607,7 +655,7 @@ impl Sender {
                 if self.sb.retrans_out() < retrans_before && self.sb.lost_out() > 0 {
                     self.enter_recovery();
                     self.cwnd_reduction(delivered, una_advanced, self.sb.lost() != lost_before);
-                } else if acked > 0 {
+                } else if self.may_raise_cwnd(acked, delivered) {
                     self.grow(now, delivered);
                 }
             }
@@ -655,6 +703,16 @@ impl Sender {
         self.cwnd = (in_flight + sndcnt).max(1) as u32;
     }
 
+    /// Linux `tcp_may_raise_cwnd`: the window grows on an ACK that advances `snd_una` (RFC
+    /// 5681); once reordering beyond the setting was seen, on any delivery, SACKs too.
+    fn may_raise_cwnd(&self, acked: u32, delivered: u32) -> bool {
+        if self.reordering.degree() > self.dupthresh {
+            delivered > 0
+        } else {
+            acked > 0
+        }
+    }
+
     fn grow(&mut self, now: Nanos, acked: u32) {
         if self.cc.is_static() || !self.may_grow() {
             return;
@@ -678,7 +736,8 @@ impl Sender {
     fn rack_mark_lost(&mut self, now: Nanos) -> bool {
         let in_recovery = matches!(self.state, CaState::Recovery | CaState::Loss);
         let srtt = self.rtt.srtt().unwrap_or(0);
-        let reo_wnd = self.rack.reo_wnd(in_recovery, self.sb.sacked_out(), self.dupthresh, srtt);
+        let seen = self.reordering.seen() > 0;
+        let reo_wnd = self.rack.reo_wnd(seen, in_recovery, self.sb.sacked_out(), self.reordering.degree(), srtt);
         let mut wait = 0i64;
         for i in 0..self.sb.len() {
             let seg = *self.sb.seg(i);
@@ -751,6 +810,9 @@ impl Sender {
     /// Linux `tcp_retransmit_timer` and `tcp_enter_loss`.
     fn on_rto(&mut self, now: Nanos) {
         self.stats.timeouts += 1;
+        if matches!(self.state, CaState::Open | CaState::Disorder) && self.sb.sacked_out() >= self.dupthresh {
+            self.reordering.on_timeout_after_sacks(self.dupthresh);
+        }
         // Linux counts the first timeout of a series by the state it ends.
         if self.state == CaState::Recovery && !self.rtt.backed_off() {
             self.stats.recovery_fails += 1;

@@ -1,0 +1,482 @@
+//! A script against the simulator's TCP endpoint, on a virtual clock: the socket under test
+//! opens a connection (passively or actively; the handshake seeds RTT, MSS, SACK and
+//! timestamps), the script's writes feed its sender and its reads drain its receiver, injected
+//! segments are what it hears, timers fire when they are due, and every segment it sends is
+//! compared, MSS by MSS, with the script's `>` lines — sequence range, acknowledgement and
+//! time, with packetdrill's tolerance. As packetdrill's sniffer does, a `>` line takes the next
+//! segment sent, whenever it was sent; segments no line asks for are not checked.
+//! `%{ assert tcpi_… }%` lines are read against the endpoint's state ([`info`]); shell lines
+//! and socket options set what the model has ([`settings`]). What the runner does not model
+//! makes the script unsupported, named.
+
+mod info;
+mod settings;
+
+use crate::packet::{Direction, Options, Segment, TcpOption};
+use crate::script::{Action, Event, Script, Time};
+use daqnet_core::scenario::{CongestionControl, TcpConfig, TickPhase};
+use daqnet_core::Nanos;
+use daqnet_sim::tcp::{AckUrgency, Receiver, Sender, TcpParams, Transmission};
+use std::collections::VecDeque;
+use std::path::Path;
+
+/// packetdrill's default timing tolerance: 4 ms, or 12.5 % of the time since the previous event.
+const TOLERANCE_NS: Nanos = 4_000_000;
+const TOLERANCE_PERCENT: f64 = 12.5;
+
+/// Timers fired between two events at most (a back-off doubles each; far fewer ever fire).
+const MAX_TIMERS: usize = 10_000;
+
+/// How a script ended against the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every segment and assertion as the script says.
+    Pass,
+    /// The first difference: the script's line and what differed.
+    Fail {
+        /// The line.
+        line: usize,
+        /// Expected … got ….
+        what: String,
+    },
+    /// The script needs what the runner or the model lacks.
+    Unsupported(String),
+}
+
+/// Runs `script` (its shell commands read relative to `dir`) with timers on a tick of `hz`.
+pub fn run(script: &Script, dir: &Path, hz: u32) -> Outcome {
+    let mut r = Runner::new(hz);
+    for e in &script.events {
+        if let Err(o) = r.event(e, dir) {
+            return o;
+        }
+    }
+    Outcome::Pass
+}
+
+/// What the socket under test put on the wire, not yet matched by a `>` line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Piece {
+    /// Its SYN (active open) or SYN-ACK (passive open).
+    Syn,
+    /// One MSS (or less) of data, `[start, end)` from the first byte.
+    Data { start: u64, end: u64 },
+    /// Its FIN, at sequence `seq` (from the first byte).
+    Fin { seq: u64 },
+    /// A segment without data or FIN acknowledging `ack` (from the peer's first byte), with
+    /// its SACK blocks.
+    Ack { ack: u64, sacks: [(u64, u64); 3], blocks: usize },
+}
+
+/// The open connection.
+struct Conn {
+    snd: Sender,
+    rcv: Receiver,
+    /// The FIN went out after this many bytes; the peer has acknowledged it once its ACK passes.
+    fin: Option<u64>,
+    /// Payload bytes of the peer's last data segment (a read of less than one MSS is pushed).
+    last_len: u32,
+}
+
+struct Runner {
+    config: TcpConfig,
+    /// What the peer's SYN or SYN-ACK offered.
+    mss: u32,
+    timestamps: bool,
+    sack: bool,
+    /// The peer's window scale (its SYN's `wscale`), and the window it last advertised, bytes.
+    wscale: Option<u8>,
+    peer_window: Option<u64>,
+    conn: Option<Conn>,
+    /// When our SYN or SYN-ACK left (the handshake's RTT sample starts there).
+    syn_at: Option<Nanos>,
+    /// Whether this socket opened actively (`connect`).
+    active: bool,
+    /// `SO_SNDBUF` as set (the kernel doubles it), if set.
+    sndbuf: Option<u64>,
+    /// Names the script's Python blocks gave numbers (`X = 0x7fffffff`).
+    names: std::collections::HashMap<String, i64>,
+    /// Actual time of the previous event: relative times count from it.
+    last: Nanos,
+    sent: VecDeque<(Nanos, Piece)>,
+}
+
+fn unsupported(what: impl Into<String>) -> Outcome {
+    Outcome::Unsupported(what.into())
+}
+
+fn fail(line: usize, what: impl Into<String>) -> Outcome {
+    Outcome::Fail { line, what: what.into() }
+}
+
+fn ns(seconds: f64) -> Nanos {
+    (seconds * 1e9).round() as Nanos
+}
+
+fn secs(t: Nanos) -> String {
+    format!("{:.6}", t as f64 / 1e9)
+}
+
+/// The SACK blocks of a segment line, from the first byte.
+fn sack_blocks(seg: &Segment) -> Vec<(u64, u64)> {
+    match &seg.options {
+        Options::List(o) => o
+            .iter()
+            .filter_map(|o| match o {
+                TcpOption::Sack(b) => Some(b.iter().map(|&(l, r)| (l as u64 - 1, r as u64 - 1))),
+                _ => None,
+            })
+            .flatten()
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+impl Runner {
+    fn new(hz: u32) -> Runner {
+        let config = TcpConfig {
+            congestion_control: CongestionControl::Cubic,
+            timer_hz: hz,
+            tick_phase: TickPhase::Shared,
+            slow_start_after_idle: false,
+            ..TcpConfig::default()
+        };
+        Runner {
+            config,
+            mss: 536,
+            timestamps: false,
+            sack: false,
+            wscale: None,
+            peer_window: None,
+            conn: None,
+            syn_at: None,
+            active: false,
+            sndbuf: None,
+            names: Default::default(),
+            last: 0,
+            sent: VecDeque::new(),
+        }
+    }
+
+    /// The window `e` may happen in: (earliest, latest, nominal).
+    fn window(&self, time: Time) -> (Nanos, Nanos, Nanos) {
+        let tol = |d: Nanos| TOLERANCE_NS.max((d as f64 * TOLERANCE_PERCENT / 100.0) as Nanos);
+        match time {
+            Time::Absolute(t) => {
+                let at = ns(t);
+                let slack = tol(at.saturating_sub(self.last));
+                (at.saturating_sub(slack), at + slack, at)
+            }
+            Time::Relative(d) => {
+                let at = self.last + ns(d);
+                (at.saturating_sub(tol(ns(d))), at + tol(ns(d)), at)
+            }
+            Time::Range { from, to, relative } => {
+                // packetdrill's `verify_time`: the tolerance grows with the time from the last
+                // event to the range's start.
+                let base = if relative { self.last } else { 0 };
+                let (start, end) = (base + ns(from), base + ns(to));
+                let slack = tol(start.saturating_sub(self.last));
+                (start.saturating_sub(slack), end + slack, start)
+            }
+            Time::Any => (self.last, Nanos::MAX, self.last),
+        }
+    }
+
+    fn event(&mut self, e: &Event, dir: &Path) -> Result<(), Outcome> {
+        match &e.action {
+            Action::Segment(s) if s.direction == Direction::Outbound => self.expect(e, s),
+            action => {
+                let (_, _, at) = self.window(e.time);
+                self.run_timers(at.saturating_sub(1), false);
+                self.last = at;
+                match action {
+                    Action::Shell(cmd) => self.shell(cmd, dir),
+                    Action::Syscall { name, args, .. } => self.syscall(e.line, name, args, at),
+                    Action::Segment(s) => self.inbound(e.line, s, at),
+                    Action::Python(code) => self.python(e.line, code),
+                }?;
+                self.within_peer_window(e.line)
+            }
+        }
+    }
+
+    /// Fires every timer due up to `until`, keeping what the socket sends; with `until_sent`,
+    /// only until it sends something: a `>` line's window then ends at the first segment, as
+    /// packetdrill's sniffer takes the first one (a `*` line's window is open).
+    fn run_timers(&mut self, until: Nanos, until_sent: bool) {
+        // A timer that fires re-arms later or not at all; the bound only guards that.
+        for _ in 0..MAX_TIMERS {
+            if until_sent && !self.sent.is_empty() {
+                return;
+            }
+            let Some(c) = self.conn.as_mut() else { return };
+            let due = match (c.snd.poll_timeout(), c.rcv.poll_timeout()) {
+                (Some(a), Some(b)) => a.min(b),
+                (a, b) => match a.or(b) {
+                    Some(t) => t,
+                    None => return,
+                },
+            };
+            if due > until {
+                return;
+            }
+            c.snd.on_timer(due);
+            c.rcv.on_timer(due);
+            self.pump(due);
+        }
+    }
+
+    /// What the socket sends now: data the sender's window allows (carrying any ACK due), cut
+    /// into MSS pieces, else an ACK the receiver owes now.
+    fn pump(&mut self, now: Nanos) {
+        let Some(c) = self.conn.as_mut() else { return };
+        let mut out: Vec<Transmission> = Vec::new();
+        c.snd.transmit(now, self.mss, &mut out);
+        for t in &out {
+            let mut start = t.start;
+            while start < t.end {
+                let end = (start + self.mss as u64).min(t.end);
+                self.sent.push_back((now, Piece::Data { start, end }));
+                start = end;
+            }
+        }
+        if !out.is_empty() {
+            c.rcv.on_data_sent(now);
+            c.rcv.on_ack_sent();
+        } else if c.rcv.urgency() == AckUrgency::Now {
+            let mut sacks = [(0, 0); 3];
+            let (ack, blocks) = c.rcv.ack_fields(&mut sacks);
+            c.rcv.on_ack_sent();
+            self.sent.push_back((now, Piece::Ack { ack, sacks, blocks }));
+        }
+    }
+
+    /// A `>` line: the next piece the socket sent must be this one, in its window.
+    fn expect(&mut self, e: &Event, seg: &Segment) -> Result<(), Outcome> {
+        if seg.flags.rst {
+            return Err(unsupported(format!("line {}: RST is not modelled", e.line)));
+        }
+        let (earliest, latest, _) = self.window(e.time);
+        self.run_timers(latest, true);
+        let mut want = self.wanted(e.line, seg)?;
+        for piece in &mut want {
+            let Some((t, got)) = self.sent.pop_front() else {
+                let what = format!("expected {} by {} s, the model sent nothing", show(piece), secs(latest));
+                return Err(fail(e.line, what));
+            };
+            if got != *piece || t < earliest || t > latest {
+                let what = format!(
+                    "expected {} at {}..{} s, got {} at {} s",
+                    show(piece),
+                    secs(earliest),
+                    secs(latest),
+                    show(&got),
+                    secs(t)
+                );
+                return Err(fail(e.line, what));
+            }
+            self.last = t;
+        }
+        Ok(())
+    }
+
+    /// The pieces a `>` line stands for: its MSS pieces, or its SYN, FIN or ACK.
+    fn wanted(&self, line: usize, seg: &Segment) -> Result<Vec<Piece>, Outcome> {
+        if seg.flags.syn {
+            return Ok(vec![Piece::Syn]);
+        }
+        let (start, end) = (seg.start as u64 - 1, seg.end as u64 - 1);
+        if seg.flags.fin && seg.len == 0 {
+            return Ok(vec![Piece::Fin { seq: start }]);
+        }
+        if seg.flags.fin {
+            return Err(unsupported(format!("line {line}: a FIN on data is not modelled")));
+        }
+        if seg.len == 0 {
+            let ack =
+                seg.ack.ok_or_else(|| unsupported(format!("line {line}: a segment with neither data nor ACK")))?;
+            let mut sacks = [(0, 0); 3];
+            let want = sack_blocks(seg);
+            let blocks = match &seg.options {
+                // Written `<...>` or not at all: the blocks are not checked; take the model's.
+                Options::List(_) if want.len() <= 3 => {
+                    sacks[..want.len()].copy_from_slice(&want);
+                    want.len()
+                }
+                Options::List(_) => return Err(fail(line, "more than three SACK blocks")),
+                _ => match self.sent.front() {
+                    Some(&(_, Piece::Ack { sacks: s, blocks: b, .. })) => {
+                        sacks = s;
+                        b
+                    }
+                    _ => 0,
+                },
+            };
+            return Ok(vec![Piece::Ack { ack: u64::from(ack) - 1, sacks, blocks }]);
+        }
+        let mut pieces = Vec::new();
+        let mut s = start;
+        while s < end {
+            let e = (s + self.mss as u64).min(end);
+            pieces.push(Piece::Data { start: s, end: e });
+            s = e;
+        }
+        Ok(pieces)
+    }
+
+    fn inbound(&mut self, line: usize, seg: &Segment, at: Nanos) -> Result<(), Outcome> {
+        if seg.flags.rst {
+            return Err(unsupported(format!("line {line}: RST is not modelled")));
+        }
+        if seg.flags.syn {
+            return self.inbound_syn(line, seg, at);
+        }
+        if let Some(win) = seg.win {
+            // RFC 7323: a window is scaled once both SYNs offered scaling (ours always does).
+            self.peer_window = Some(u64::from(win) << self.wscale.unwrap_or(0));
+        }
+        let Some(c) = self.conn.as_mut() else {
+            return self.establish(line, at);
+        };
+        // Linux `tcp_rcv_established`: the ACK first, then the data.
+        if let Some(ack) = seg.ack {
+            // The FIN takes one sequence number, which the sender does not count.
+            let ack = (u64::from(ack) - 1).min(c.snd.write_seq());
+            c.snd.on_ack(at, ack, &sack_blocks(seg), seg.len > 0);
+        }
+        if seg.len > 0 {
+            c.rcv.on_segment(at, seg.start as u64 - 1, seg.end as u64 - 1);
+            c.last_len = seg.len;
+        }
+        if seg.flags.fin {
+            if c.fin.is_none() {
+                return Err(unsupported(format!("line {line}: the peer closing first is not modelled")));
+            }
+            // Linux `tcp_fin` in FIN-WAIT-2: the FIN is acknowledged at once.
+            let ack = seg.end as u64;
+            self.sent.push_back((at, Piece::Ack { ack, sacks: [(0, 0); 3], blocks: 0 }));
+        }
+        self.pump(at);
+        Ok(())
+    }
+
+    /// The model's sender has no receive-window limit (Linux `tcp_snd_wnd_test`, the zero
+    /// window probe): a script whose peer's window would hold the sender back is unsupported.
+    fn within_peer_window(&self, line: usize) -> Result<(), Outcome> {
+        let (Some(c), Some(win)) = (&self.conn, self.peer_window) else { return Ok(()) };
+        if c.snd.snd_nxt() - c.snd.snd_una() > win {
+            return Err(unsupported(format!(
+                "line {line}: the peer's window of {win} bytes limits the sender, which the model does not (tcp_snd_wnd_test)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The peer's SYN (passive open: the SYN-ACK goes out at once) or SYN-ACK (active open).
+    fn inbound_syn(&mut self, line: usize, seg: &Segment, at: Nanos) -> Result<(), Outcome> {
+        if let Options::List(opts) = &seg.options {
+            for o in opts {
+                match o {
+                    TcpOption::Mss(m) => self.mss = u32::from(*m).min(1460),
+                    TcpOption::Timestamp { .. } => self.timestamps = true,
+                    TcpOption::SackPermitted => self.sack = true,
+                    TcpOption::WindowScale(w) => self.wscale = Some(*w),
+                    _ => {}
+                }
+            }
+        }
+        if self.active {
+            self.establish(line, at)?;
+            self.sent.push_back((at, Piece::Ack { ack: 0, sacks: [(0, 0); 3], blocks: 0 }));
+        } else {
+            self.syn_at = Some(at);
+            self.sent.push_back((at, Piece::Syn));
+        }
+        Ok(())
+    }
+
+    /// The handshake completes at `at`: its RTT seeds the connection.
+    fn establish(&mut self, line: usize, at: Nanos) -> Result<(), Outcome> {
+        let syn_at = self.syn_at.ok_or_else(|| fail(line, "a segment before the handshake"))?;
+        let config = TcpConfig { sack: self.config.sack && self.sack, ..self.config.clone() };
+        let params = TcpParams { timestamps: self.timestamps, ..TcpParams::from_config(&config, self.mss) };
+        let mut snd = Sender::new(&params);
+        snd.seed_rtt(at - syn_at);
+        self.conn = Some(Conn { snd, rcv: Receiver::new(&params), fin: None, last_len: 0 });
+        Ok(())
+    }
+
+    fn syscall(&mut self, line: usize, name: &str, args: &str, at: Nanos) -> Result<(), Outcome> {
+        match name {
+            "socket" | "bind" | "listen" | "accept" => Ok(()),
+            "connect" => {
+                self.active = true;
+                self.syn_at = Some(at);
+                self.sent.push_back((at, Piece::Syn));
+                Ok(())
+            }
+            "setsockopt" => self.setsockopt(line, args),
+            "write" | "send" => {
+                let bytes = last_number(args)
+                    .ok_or_else(|| fail(line, format!("{name}({args}): expected a byte count last")))?;
+                if let Some(buf) = self.sndbuf.filter(|&b| bytes > 2 * b) {
+                    return Err(unsupported(format!(
+                        "line {line}: a write of {bytes} bytes beyond SO_SNDBUF's {}",
+                        2 * buf
+                    )));
+                }
+                let c = self.conn.as_mut().ok_or_else(|| fail(line, "a write before the connection is established"))?;
+                c.snd.write(at, bytes);
+                self.pump(at);
+                Ok(())
+            }
+            "read" | "recv" => {
+                let c = self.conn.as_mut().ok_or_else(|| fail(line, "a read before the connection is established"))?;
+                c.rcv.on_app_read(c.last_len);
+                self.pump(at);
+                Ok(())
+            }
+            "close" => self.close(line, at),
+            other => Err(unsupported(format!("line {line}: the system call {other}"))),
+        }
+    }
+
+    /// `close`: with everything acknowledged, the FIN goes out alone at once (Linux
+    /// `tcp_send_fin`, which sends a FIN beyond the window when nothing is in flight).
+    fn close(&mut self, line: usize, at: Nanos) -> Result<(), Outcome> {
+        let c = self.conn.as_mut().ok_or_else(|| unsupported(format!("line {line}: close before a connection")))?;
+        if c.snd.snd_una() != c.snd.write_seq() {
+            return Err(unsupported(format!("line {line}: close with data not yet acknowledged (a FIN on data)")));
+        }
+        let seq = c.snd.write_seq();
+        c.fin = Some(seq);
+        self.sent.push_back((at, Piece::Fin { seq }));
+        Ok(())
+    }
+}
+
+/// The number after the last comma of a call's arguments (`write(4, ..., 1000)`).
+fn last_number(args: &str) -> Option<u64> {
+    args.rsplit(',').next().and_then(|n| n.trim().parse().ok())
+}
+
+/// A piece as a script would write it (sequence numbers from 1).
+fn show(p: &Piece) -> String {
+    match *p {
+        Piece::Syn => "the SYN".into(),
+        Piece::Data { start, end } => format!("{}:{}({})", start + 1, end + 1, end - start),
+        Piece::Fin { seq } => format!("F. {}:{}(0)", seq + 1, seq + 1),
+        Piece::Ack { ack, sacks, blocks } => {
+            let mut s = format!(". ack {}", ack + 1);
+            if blocks > 0 {
+                s += " <sack";
+                for (l, r) in &sacks[..blocks] {
+                    s += &format!(" {}:{}", l + 1, r + 1);
+                }
+                s += ">";
+            }
+            s
+        }
+    }
+}
