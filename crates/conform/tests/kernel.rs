@@ -1,4 +1,5 @@
-//! The project's own packetdrill scripts (`crates/conform/scripts/`) against the live kernel:
+//! The project's own packetdrill scripts (`crates/conform/scripts/` and its `gaps/`) against the
+//! live kernel:
 //! every script passes five runs out of five, so what the TCP model is held to is first shown
 //! to be what Linux does. Builds packetdrill from `PACKETDRILL_DIR` or `../shared/packetdrill`
 //! into `target/packetdrill` (installing bison and flex with `scripts/packetdrill-deps.sh`);
@@ -29,8 +30,13 @@ fn is_root() -> bool {
     })
 }
 
+/// The project's scripts: those the model passes, and those that show a gap in it (`gaps/`),
+/// each shown to be what Linux does.
 fn scripts() -> Vec<PathBuf> {
-    daqnet_conform::scripts_in(&repo().join("crates/conform/scripts")).expect("crates/conform/scripts")
+    let dir = repo().join("crates/conform/scripts");
+    let mut all = daqnet_conform::scripts_in(&dir).expect("crates/conform/scripts");
+    all.extend(daqnet_conform::scripts_in(&dir.join("gaps")).expect("crates/conform/scripts/gaps"));
+    all
 }
 
 #[test]

@@ -38,29 +38,44 @@ fn the_applicable_public_scripts_read_whole() {
 fn the_projects_own_scripts_read_whole() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts");
     let mut read = 0;
-    for f in scripts_in(&dir).expect("crates/conform/scripts") {
+    let gaps = scripts_in(&dir.join("gaps")).expect("crates/conform/scripts/gaps");
+    for f in &gaps {
+        let text = std::fs::read_to_string(f).expect("a readable script");
+        assert!(text.contains("GAP: "), "{}: a gap script says what the model lacks", f.display());
+    }
+    for f in scripts_in(&dir).expect("crates/conform/scripts").into_iter().chain(gaps) {
         let text = std::fs::read_to_string(&f).expect("a readable script");
         let script = Script::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         assert!(text.contains("Pins "), "{}: the header names the kernel function it pins", f.display());
         assert!(script.events.iter().any(|e| matches!(e.action, Action::Segment(_))), "{}", f.display());
         read += 1;
     }
-    assert!(read >= 2, "{read} scripts");
+    assert!(read >= 25, "{read} scripts");
 }
 
 /// Every project script, proven on the kernel by `tests/kernel.rs`, passes in the TCP model at
-/// this kernel's tick (HZ 250): the segments the model's sender sends, MSS by MSS, at the
-/// script's times with packetdrill's tolerance, and its `tcp_info`.
+/// this kernel's tick (HZ 250) and at upstream's (HZ 1000): the segments the model sends, MSS
+/// by MSS, at the script's times with packetdrill's tolerance, and its `tcp_info`. Every script
+/// in `gaps/` fails in the model — when one passes, the gap is closed and it moves up.
 #[test]
-fn the_projects_scripts_pass_in_the_model() {
+fn the_projects_scripts_pass_in_the_model_and_the_gaps_do_not() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts");
     let files = scripts_in(&dir).expect("crates/conform/scripts");
     let mut failed = Vec::new();
     for f in &files {
         let script = Script::parse(&std::fs::read_to_string(f).expect("readable")).expect("parses");
-        let out = daqnet_conform::model::run(&script, &dir, 250);
-        if out != Outcome::Pass {
-            failed.push(format!("{}: {out:?}", f.file_name().unwrap_or_default().to_string_lossy()));
+        for hz in [250, 1000] {
+            let out = daqnet_conform::model::run(&script, &dir, hz);
+            if out != Outcome::Pass {
+                failed.push(format!("{} at HZ {hz}: {out:?}", f.file_name().unwrap_or_default().to_string_lossy()));
+            }
+        }
+    }
+    for f in scripts_in(&dir.join("gaps")).expect("crates/conform/scripts/gaps") {
+        let script = Script::parse(&std::fs::read_to_string(&f).expect("readable")).expect("parses");
+        let out = daqnet_conform::model::run(&script, &dir.join("gaps"), 250);
+        if !matches!(out, Outcome::Fail { .. }) {
+            failed.push(format!("gaps/{}: expected a failure (the gap), got {out:?}", f.display()));
         }
     }
     assert!(

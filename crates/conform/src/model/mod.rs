@@ -16,7 +16,7 @@ use crate::packet::{Direction, Options, Segment, TcpOption};
 use crate::script::{Action, Event, Script, Time};
 use daqnet_core::scenario::{CongestionControl, TcpConfig, TickPhase};
 use daqnet_core::Nanos;
-use daqnet_sim::tcp::{AckUrgency, Receiver, Sender, TcpParams, Transmission};
+use daqnet_sim::tcp::{AckUrgency, CaState, Receiver, Sender, TcpParams, Transmission};
 use std::collections::VecDeque;
 use std::path::Path;
 
@@ -92,6 +92,8 @@ struct Runner {
     syn_at: Option<Nanos>,
     /// Whether this socket opened actively (`connect`).
     active: bool,
+    /// F-RTO (`tcp_frto`, on by default), which the model does not have.
+    frto: bool,
     /// `SO_SNDBUF` as set (the kernel doubles it), if set.
     sndbuf: Option<u64>,
     /// Names the script's Python blocks gave numbers (`X = 0x7fffffff`).
@@ -151,6 +153,7 @@ impl Runner {
             conn: None,
             syn_at: None,
             active: false,
+            frto: true,
             sndbuf: None,
             names: Default::default(),
             last: 0,
@@ -341,6 +344,13 @@ impl Runner {
         };
         // Linux `tcp_rcv_established`: the ACK first, then the data.
         if let Some(ack) = seg.ack {
+            let (una, waiting) = (c.snd.snd_una(), c.snd.write_seq() > c.snd.snd_nxt());
+            if self.frto && c.snd.state() == CaState::Loss && u64::from(ack) - 1 > una && waiting {
+                return Err(unsupported(format!(
+                    "line {line}: an ACK after a timeout with new data waiting, where Linux's F-RTO \
+                     (tcp_process_loss, tcp_frto) sends new data instead; the model has no F-RTO"
+                )));
+            }
             // The FIN takes one sequence number, which the sender does not count.
             let ack = (u64::from(ack) - 1).min(c.snd.write_seq());
             c.snd.on_ack(at, ack, &sack_blocks(seg), seg.len > 0);
@@ -477,6 +487,62 @@ fn show(p: &Piece) -> String {
                 s += ">";
             }
             s
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OPEN: &str = "
+    0 socket(..., SOCK_STREAM, IPPROTO_TCP) = 3
+   +0 bind(3, ..., ...) = 0
+   +0 listen(3, 1) = 0
+   +0 < S 0:0(0) win 65535 <mss 1000,sackOK,nop,nop,nop,wscale 7>
+   +0 > S. 0:0(0) ack 1 <mss 1460,nop,nop,sackOK,nop,wscale 8>
+  +.1 < . 1:1(0) ack 1 win 1000
+   +0 accept(3, ..., ...) = 4
+";
+
+    fn outcome(rest: &str) -> Outcome {
+        let script = Script::parse(&format!("{OPEN}{rest}")).expect("parses");
+        run(&script, Path::new("."), 1000)
+    }
+
+    #[test]
+    fn a_flight_and_its_rto_pass_and_a_wrong_expectation_fails_at_its_line() {
+        let flight = "   +0 write(4, ..., 3000) = 3000\n   +0 > P. 1:3001(3000) ack 1\n";
+        assert_eq!(outcome(flight), Outcome::Pass);
+        // Line 11 expects the third segment again at once: the model sends nothing then.
+        let wrong = format!("{flight}   +0 > P. 2001:3001(1000) ack 1\n");
+        match outcome(&wrong) {
+            Outcome::Fail { line, what } => {
+                assert_eq!(line, 11);
+                assert!(what.contains("expected 2001:3001(1000)"), "{what}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // The probe comes 2 x SRTT + 2 ms later, not 100 ms later.
+        let early = format!("{flight}  +.1 > P. 2001:3001(1000) ack 1\n");
+        assert!(matches!(outcome(&early), Outcome::Fail { line: 11, .. }), "{:?}", outcome(&early));
+        let probe = format!("{flight}+.202 > P. 2001:3001(1000) ack 1\n   +0 %{{ assert tcpi_snd_cwnd == 10 }}%\n");
+        assert_eq!(outcome(&probe), Outcome::Pass);
+    }
+
+    #[test]
+    fn what_the_model_lacks_is_unsupported_and_named() {
+        let ecn = Script::parse(&format!("`sysctl -q net.ipv4.tcp_ecn=1`\n{OPEN}")).expect("parses");
+        assert_eq!(run(&ecn, Path::new("."), 1000), Outcome::Unsupported("the setting tcp_ecn=1".into()));
+        // A peer window of 2000 bytes (16 << 7 = 2048) would hold back a flight of 3000.
+        match outcome("  +.1 < . 1:1(0) ack 1 win 16\n   +0 write(4, ..., 3000) = 3000\n") {
+            Outcome::Unsupported(what) => assert!(what.contains("peer's window of 2048 bytes"), "{what}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(outcome("   +0 close(4) = 0\n   +0 > F. 1:1(0) ack 1\n"), Outcome::Pass));
+        match outcome("   +0 write(4, ..., 1000) = 1000\n   +0 close(4) = 0\n") {
+            Outcome::Unsupported(what) => assert!(what.contains("FIN on data"), "{what}"),
+            other => panic!("{other:?}"),
         }
     }
 }

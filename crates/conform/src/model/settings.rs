@@ -48,6 +48,10 @@ impl Runner {
 
     fn sysctl(&mut self, key: &str, value: &str) -> Result<(), Outcome> {
         let on = value != "0";
+        if key.ends_with("tcp_frto") {
+            self.frto = on;
+            return Ok(());
+        }
         let c = &mut self.config;
         match key.trim_start_matches("net.ipv4.") {
             "tcp_sack" => c.sack = on,
@@ -58,6 +62,11 @@ impl Runner {
                 c.dupack_threshold = value.parse().map_err(|_| unsupported(format!("{key}={value}")))?
             }
             "tcp_congestion_control" => c.congestion_control = congestion_control(value)?,
+            // Linux ≥ 6.11: the floor of the RTO's variance term and of the probe's wait.
+            "tcp_rto_min_us" => {
+                let us: u64 = value.parse().map_err(|_| unsupported(format!("{key}={value}")))?;
+                c.min_rto_ns = us * 1000;
+            }
             // ECN: the model has none yet; off is what it does.
             "tcp_ecn" if value == "0" => {}
             // The ECN option only counts once ECN is negotiated, which the model never does.
@@ -68,7 +77,6 @@ impl Runner {
             // sends whole segments, compared MSS by MSS).
             "tcp_timestamps"
             | "tcp_dsack"
-            | "tcp_frto"
             | "tcp_no_metrics_save"
             | "tcp_rmem"
             | "tcp_wmem"
