@@ -94,8 +94,19 @@ struct Runner {
     active: bool,
     /// F-RTO (`tcp_frto`, on by default), which the model does not have.
     frto: bool,
+    /// `tcp_timestamps`: whether this end agrees to timestamps the peer offers.
+    ts_enabled: bool,
+    /// `TCP_NODELAY` set: Nagle's algorithm off.
+    nodelay: bool,
+    /// The end of the last segment shorter than the MSS sent (Linux `snd_sml`).
+    small_end: u64,
+    /// A short segment went out while another was unacknowledged, which Nagle's algorithm
+    /// (Minshall's variant, `tcp_nagle_check`) would have held back: the line that did it.
+    nagle: Option<usize>,
     /// `SO_SNDBUF` as set (the kernel doubles it), if set.
     sndbuf: Option<u64>,
+    /// The line of the event being run.
+    line: usize,
     /// Names the script's Python blocks gave numbers (`X = 0x7fffffff`).
     names: std::collections::HashMap<String, i64>,
     /// Actual time of the previous event: relative times count from it.
@@ -154,7 +165,12 @@ impl Runner {
             syn_at: None,
             active: false,
             frto: true,
+            ts_enabled: true,
+            nodelay: false,
+            small_end: 0,
+            nagle: None,
             sndbuf: None,
+            line: 0,
             names: Default::default(),
             last: 0,
             sent: VecDeque::new(),
@@ -190,6 +206,7 @@ impl Runner {
         match &e.action {
             Action::Segment(s) if s.direction == Direction::Outbound => self.expect(e, s),
             action => {
+                self.line = e.line;
                 let (_, _, at) = self.window(e.time);
                 self.run_timers(at.saturating_sub(1), false);
                 self.last = at;
@@ -199,7 +216,7 @@ impl Runner {
                     Action::Segment(s) => self.inbound(e.line, s, at),
                     Action::Python(code) => self.python(e.line, code),
                 }?;
-                self.within_peer_window(e.line)
+                self.within_model(e.line)
             }
         }
     }
@@ -236,6 +253,12 @@ impl Runner {
         let Some(c) = self.conn.as_mut() else { return };
         let mut out: Vec<Transmission> = Vec::new();
         c.snd.transmit(now, self.mss, &mut out);
+        for t in out.iter().filter(|t| !t.retransmit && t.end - t.start < u64::from(self.mss)) {
+            if !self.nodelay && self.small_end > c.snd.snd_una() && self.nagle.is_none() {
+                self.nagle = Some(self.line);
+            }
+            self.small_end = t.end;
+        }
         for t in &out {
             let mut start = t.start;
             while start < t.end {
@@ -371,9 +394,16 @@ impl Runner {
         Ok(())
     }
 
-    /// The model's sender has no receive-window limit (Linux `tcp_snd_wnd_test`, the zero
-    /// window probe): a script whose peer's window would hold the sender back is unsupported.
-    fn within_peer_window(&self, line: usize) -> Result<(), Outcome> {
+    /// What the model's sender does not have, where the script would need it: Nagle's
+    /// algorithm, and the peer's receive window (Linux `tcp_snd_wnd_test`, the zero window
+    /// probe).
+    fn within_model(&self, line: usize) -> Result<(), Outcome> {
+        if let Some(at) = self.nagle {
+            return Err(unsupported(format!(
+                "line {at}: a short segment while another is unacknowledged, which Nagle's algorithm \
+                 would hold back (tcp_nagle_check); the model sends at once, as with TCP_NODELAY"
+            )));
+        }
         let (Some(c), Some(win)) = (&self.conn, self.peer_window) else { return Ok(()) };
         if c.snd.snd_nxt() - c.snd.snd_una() > win {
             return Err(unsupported(format!(
@@ -409,6 +439,11 @@ impl Runner {
     /// The handshake completes at `at`: its RTT seeds the connection.
     fn establish(&mut self, line: usize, at: Nanos) -> Result<(), Outcome> {
         let syn_at = self.syn_at.ok_or_else(|| fail(line, "a segment before the handshake"))?;
+        // Linux `tcp_sync_mss`: the timestamps option takes 12 bytes of every segment.
+        self.timestamps &= self.ts_enabled;
+        if self.timestamps {
+            self.mss -= 12;
+        }
         let config = TcpConfig { sack: self.config.sack && self.sack, ..self.config.clone() };
         let params = TcpParams { timestamps: self.timestamps, ..TcpParams::from_config(&config, self.mss) };
         let mut snd = Sender::new(&params);
@@ -540,6 +575,14 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(outcome("   +0 close(4) = 0\n   +0 > F. 1:1(0) ack 1\n"), Outcome::Pass));
+        // A second short segment while the first is unacknowledged: Nagle would hold it.
+        let short = "   +0 write(4, ..., 500) = 500\n   +0 write(4, ..., 500) = 500\n";
+        match outcome(short) {
+            Outcome::Unsupported(what) => assert!(what.contains("line 10: a short segment"), "{what}"),
+            other => panic!("{other:?}"),
+        }
+        let nodelay = "   +0 setsockopt(4, SOL_TCP, TCP_NODELAY, [1], 4) = 0\n";
+        assert_eq!(outcome(&format!("{nodelay}{short}")), Outcome::Pass);
         match outcome("   +0 write(4, ..., 1000) = 1000\n   +0 close(4) = 0\n") {
             Outcome::Unsupported(what) => assert!(what.contains("FIN on data"), "{what}"),
             other => panic!("{other:?}"),

@@ -52,6 +52,10 @@ impl Runner {
             self.frto = on;
             return Ok(());
         }
+        if key.ends_with("tcp_timestamps") {
+            self.ts_enabled = on;
+            return Ok(());
+        }
         let c = &mut self.config;
         match key.trim_start_matches("net.ipv4.") {
             "tcp_sack" => c.sack = on,
@@ -73,10 +77,9 @@ impl Runner {
             "tcp_ecn_option" => {}
             // Read, and what the model does is the same either way: the handshake's retries,
             // cookies and Fast Open, buffer sizes, pacing (the model's senders are not paced),
-            // FACK (gone from Linux), timestamps (the handshake decides), TSO sizing (the model
-            // sends whole segments, compared MSS by MSS).
-            "tcp_timestamps"
-            | "tcp_dsack"
+            // FACK (gone from Linux), TSO sizing (the model sends whole segments, compared MSS
+            // by MSS).
+            "tcp_dsack"
             | "tcp_no_metrics_save"
             | "tcp_rmem"
             | "tcp_wmem"
@@ -108,6 +111,7 @@ impl Runner {
             // Reusing the address, the path MTU and the IP header's type of service leave the
             // model's TCP as it is (a type of service refreshes Linux's route, not the queue).
             "SO_REUSEADDR" | "IP_MTU_DISCOVER" | "IP_TOS" => {}
+            "TCP_NODELAY" => self.nodelay = !parts.get(3).is_some_and(|v| v.contains("[0]")),
             // The model's send buffer is unbounded: a write that fits the kernel's (twice the
             // value) behaves the same; one that does not is refused at the write.
             "SO_SNDBUF" => {
