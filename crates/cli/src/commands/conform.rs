@@ -25,8 +25,9 @@ use std::process::ExitCode;
 #[derive(Args)]
 #[command(after_help = "Examples:\n  \
 daqnet conform crates/conform/scripts/rto-backoff.pkt crates/conform/scripts/tlp-one-out.pkt\n  \
-daqnet conform --hz 250 crates/conform/scripts/*.pkt     (this machine's kernel tick)\n  \
-cd ../shared/packetdrill/gtests/net/tcp && daqnet conform sack/*.pkt fast_recovery/*.pkt")]
+daqnet conform --hz 250 crates/conform/scripts/rto-backoff.pkt   # this machine's kernel tick\n\
+Every script of the project: daqnet conform crates/conform/scripts/*.pkt\n\
+Public scripts, in place: cd ../shared/packetdrill/gtests/net/tcp; daqnet conform sack/*.pkt")]
 pub struct ConformArgs {
     /// packetdrill scripts (their shell commands are read relative to each script's folder).
     #[arg(required = true)]

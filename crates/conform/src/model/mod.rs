@@ -454,7 +454,8 @@ impl Runner {
 
     fn syscall(&mut self, line: usize, name: &str, args: &str, at: Nanos) -> Result<(), Outcome> {
         match name {
-            "socket" | "bind" | "listen" | "accept" => Ok(()),
+            // Blocking or not (fcntl O_NONBLOCK) changes what a call returns, not what TCP does.
+            "socket" | "bind" | "listen" | "accept" | "fcntl" => Ok(()),
             "connect" => {
                 self.active = true;
                 self.syn_at = Some(at);
@@ -462,9 +463,13 @@ impl Runner {
                 Ok(())
             }
             "setsockopt" => self.setsockopt(line, args),
-            "write" | "send" => {
-                let bytes = last_number(args)
-                    .ok_or_else(|| fail(line, format!("{name}({args}): expected a byte count last")))?;
+            "write" | "send" | "sendto" => {
+                // write(fd, buf, count), send(fd, buf, len, flags): the third argument.
+                let bytes = args
+                    .split(',')
+                    .nth(2)
+                    .and_then(|n| n.trim().parse().ok())
+                    .ok_or_else(|| fail(line, format!("{name}({args}): expected a byte count third")))?;
                 if let Some(buf) = self.sndbuf.filter(|&b| bytes > 2 * b) {
                     return Err(unsupported(format!(
                         "line {line}: a write of {bytes} bytes beyond SO_SNDBUF's {}",
@@ -483,6 +488,7 @@ impl Runner {
                 Ok(())
             }
             "close" => self.close(line, at),
+            "shutdown" if args.contains("SHUT_WR") || args.contains("SHUT_RDWR") => self.close(line, at),
             other => Err(unsupported(format!("line {line}: the system call {other}"))),
         }
     }
@@ -501,7 +507,7 @@ impl Runner {
     }
 }
 
-/// The number after the last comma of a call's arguments (`write(4, ..., 1000)`).
+/// The number after the last comma of a socket option's value (`[200000]`).
 fn last_number(args: &str) -> Option<u64> {
     args.rsplit(',').next().and_then(|n| n.trim().parse().ok())
 }

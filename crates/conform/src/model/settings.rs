@@ -59,7 +59,12 @@ impl Runner {
         let c = &mut self.config;
         match key.trim_start_matches("net.ipv4.") {
             "tcp_sack" => c.sack = on,
-            "tcp_recovery" => c.rack = on,
+            // Linux 6.18 finds losses with RACK whatever its bit 0 says (rack-recovery-off.pkt); the
+            // other bits (a static reordering window, no duplicate-ACK threshold) are not modelled.
+            "tcp_recovery" => match value.parse::<u32>() {
+                Ok(v) if v & !1 == 0 => c.rack = true,
+                _ => return Err(unsupported(format!("the setting {key}={value} (only bit 0, RACK, is modelled)"))),
+            },
             "tcp_early_retrans" => c.tail_loss_probe = matches!(value, "3" | "4"),
             "tcp_slow_start_after_idle" => c.slow_start_after_idle = on,
             "tcp_reordering" => {

@@ -134,6 +134,11 @@ impl Receiver {
             self.ack_now_quick();
             return;
         }
+        if start < self.rcv_nxt {
+            // Linux `tcp_data_queue`, a partial packet (seq < rcv_nxt < end_seq): the part
+            // already received is reported as a duplicate.
+            self.dsack = Some((start, self.rcv_nxt));
+        }
         let had_hole = !self.ooo.is_empty();
         // `tcp_event_data_recv` and its `tcp_measure_rcv_mss`.
         self.lrcvtime = Some(self.tick.jiffies(now));
@@ -257,6 +262,17 @@ mod tests {
         assert_eq!(fields(&r), (1000, vec![(2000, 3000)]), "reported once");
         r.on_segment(3, 2000, 3000);
         assert_eq!(fields(&r), (1000, vec![(2000, 3000), (2000, 3000)]), "inside a SACK block: a D-SACK");
+    }
+
+    #[test]
+    fn a_partly_duplicate_segment_reports_its_old_part_and_delivers_the_rest() {
+        let mut r = rx(1);
+        r.on_segment(0, 0, 2000);
+        r.on_ack_sent();
+        r.on_segment(1, 1000, 3000);
+        assert_eq!(fields(&r), (3000, vec![(1000, 2000)]), "tcp_data_queue's partial packet");
+        r.on_ack_sent();
+        assert_eq!(fields(&r), (3000, vec![]));
     }
 
     fn rx(quick: u32) -> Receiver {
