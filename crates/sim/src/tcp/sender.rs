@@ -72,6 +72,16 @@ pub struct Transmission {
     pub retransmit: bool,
 }
 
+/// What SACK blocks newly acknowledged.
+#[derive(Debug, Default)]
+struct SackTags {
+    /// Segments newly SACKed.
+    newly_sacked: u32,
+    /// Earliest and latest send time of those sent once (Linux `first_sackt`, `last_sackt`).
+    first_sackt: Option<Nanos>,
+    last_sackt: Nanos,
+}
+
 /// The sending half.
 #[derive(Debug, Clone)]
 pub struct Sender {
@@ -456,40 +466,15 @@ impl Sender {
         let ack = ack.max(self.snd_una);
         let prior_una = self.snd_una;
         let prior_fack = self.fack();
-        let prior_sacked = self.sb.sacked_out() > 0;
-        // Linux `tcp_sacktag_one` and `tcp_clean_rtx_queue`: the lowest segment sent once that
-        // this ACK delivers below a segment SACKed before it — reordering, not loss.
-        let (mut reord, mut highest_sack) = (u64::MAX, self.highest_sack);
         let lost_before = self.sb.lost();
         let dsack = self.sack
             && sacks.first().is_some_and(|&(s, e)| e <= ack || sacks[1..].iter().any(|&(s2, e2)| s2 <= s && e <= e2));
-        let mut newly_sacked = 0;
-        // Earliest and latest send time of newly SACKed segments sent once (Linux
-        // `first_sackt`, `last_sackt`).
-        let (mut first_sackt, mut last_sackt): (Option<Nanos>, Nanos) = (None, 0);
-        let rack = &mut self.rack;
-        if self.sack {
-            for &(s, e) in sacks {
-                newly_sacked += self.sb.sack_block(s, e, |seg| {
-                    let ever_retrans = seg.marks().ever_retrans;
-                    highest_sack = highest_sack.max(seg.end);
-                    if !ever_retrans {
-                        if prior_sacked && seg.start < prior_fack {
-                            reord = reord.min(seg.start);
-                        }
-                        first_sackt = Some(first_sackt.map_or(seg.sent_at, |t| t.min(seg.sent_at)));
-                        last_sackt = last_sackt.max(seg.sent_at);
-                    }
-                    rack.on_delivered(now, seg.sent_at, seg.end, ever_retrans);
-                });
-            }
-        }
-        self.highest_sack = highest_sack;
-        if reord < u64::MAX {
-            // A segment was newly SACKed, so the highest SACKed one is `fack`.
-            self.reordering.check(reord, highest_sack, self.mss);
-        }
+        let SackTags { mut newly_sacked, first_sackt, last_sackt } =
+            if self.sack { self.sacktag(now, sacks) } else { SackTags::default() };
+        // Linux `tcp_clean_rtx_queue`: the lowest segment sent once that this ACK delivers
+        // below a segment SACKed before it — reordering, not loss.
         let mut reord = u64::MAX;
+        let rack = &mut self.rack;
         let (mut first_ackt, mut last_ackt) = (None, 0);
         let mut last_sent = 0;
         let mut retrans_acked = false;
@@ -512,7 +497,7 @@ impl Sender {
         });
         self.snd_una = ack;
         if self.sack && reord < prior_fack {
-            let fack = if self.sb.sacked_out() == 0 { ack } else { highest_sack };
+            let fack = if self.sb.sacked_out() == 0 { ack } else { self.highest_sack };
             self.reordering.check(reord, fack, self.mss);
         }
         let una_advanced = ack > prior_una;
@@ -567,6 +552,37 @@ impl Sender {
         if una_advanced && !reorder_armed && !self.schedule_loss_probe(now, true) {
             self.rearm_rto(now);
         }
+    }
+
+    /// Linux `tcp_sacktag_write_queue`: marks the segments inside `sacks` SACKed, tells RACK of
+    /// each newly delivered one, and checks for reordering (`tcp_sacktag_one`: a segment sent
+    /// once, newly SACKed below one SACKed before this ACK, arrived out of order).
+    #[inline]
+    fn sacktag(&mut self, now: Nanos, sacks: &[(u64, u64)]) -> SackTags {
+        let (prior_fack, prior_sacked) = (self.fack(), self.sb.sacked_out() > 0);
+        let (mut reord, mut highest) = (u64::MAX, self.highest_sack);
+        let mut tags = SackTags::default();
+        let rack = &mut self.rack;
+        for &(s, e) in sacks {
+            tags.newly_sacked += self.sb.sack_block(s, e, |seg| {
+                let ever_retrans = seg.marks().ever_retrans;
+                highest = highest.max(seg.end);
+                if !ever_retrans {
+                    if prior_sacked && seg.start < prior_fack {
+                        reord = reord.min(seg.start);
+                    }
+                    tags.first_sackt = Some(tags.first_sackt.map_or(seg.sent_at, |t| t.min(seg.sent_at)));
+                    tags.last_sackt = tags.last_sackt.max(seg.sent_at);
+                }
+                rack.on_delivered(now, seg.sent_at, seg.end, ever_retrans);
+            });
+        }
+        self.highest_sack = highest;
+        if reord < u64::MAX {
+            // A segment was newly SACKed, so the highest SACKed one is `fack`.
+            self.reordering.check(reord, highest, self.mss);
+        }
+        tags
     }
 
     /// Linux `tcp_process_tlp_ack`: an ACK at or beyond the probe resolves it. A probe of new
