@@ -5,32 +5,40 @@
 
 use daqnet_conform::model::Outcome;
 use daqnet_conform::{scripts_in, Action, Script};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The directories of `gtests/net/tcp` whose scripts apply to the model.
 const APPLICABLE: [&str; 7] =
     ["fast_recovery", "fast_retransmit", "limited_transmit", "sack", "slow_start", "cubic", "cwnd_moderation"];
 
+/// packetdrill's `gtests/net/tcp`, or `None` (saying the test is skipped) without its sources.
+fn public_tcp_dir() -> Option<PathBuf> {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = daqnet_conform::kernel::source(&repo).map(|src| src.join("gtests/net/tcp"));
+    if dir.is_none() {
+        eprintln!("skipped: no packetdrill scripts (set PACKETDRILL_DIR or put packetdrill in ../shared)");
+    }
+    dir
+}
+
+/// The scripts of the [`APPLICABLE`] directories under `tcp`.
+fn applicable(tcp: &Path) -> Vec<PathBuf> {
+    APPLICABLE.iter().flat_map(|sub| scripts_in(&tcp.join(sub)).unwrap_or_else(|e| panic!("{sub}: {e}"))).collect()
+}
+
 #[test]
 fn the_applicable_public_scripts_read_whole() {
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let Some(dir) = daqnet_conform::kernel::source(&repo) else {
-        eprintln!("skipped: no packetdrill scripts (set PACKETDRILL_DIR or put packetdrill in ../shared)");
-        return;
-    };
+    let Some(tcp) = public_tcp_dir() else { return };
     let mut read = 0;
     let mut segments = 0;
-    for sub in APPLICABLE {
-        let files = scripts_in(&dir.join("gtests/net/tcp").join(sub)).unwrap_or_else(|e| panic!("{sub}: {e}"));
-        for f in files {
-            let text = std::fs::read_to_string(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-            let script = Script::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-            assert!(!script.events.is_empty(), "{}: no events", f.display());
-            segments += script.events.iter().filter(|e| matches!(e.action, Action::Segment(_))).count();
-            read += 1;
-        }
+    for f in applicable(&tcp) {
+        let text = std::fs::read_to_string(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let script = Script::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        assert!(!script.events.is_empty(), "{}: no events", f.display());
+        segments += script.events.iter().filter(|e| matches!(e.action, Action::Segment(_))).count();
+        read += 1;
     }
-    assert!(read >= 30, "only {read} scripts found under {}", dir.display());
+    assert!(read >= 30, "only {read} scripts found under {}", tcp.display());
     assert!(segments > 10 * read, "{segments} segments in {read} scripts: lines were skipped");
 }
 
@@ -93,11 +101,7 @@ fn the_projects_scripts_pass_in_the_model_and_the_gaps_do_not() {
 /// scripts the model supports pass.
 #[test]
 fn the_public_scripts_pass_in_the_model_except_the_listed_ones() {
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let Some(src) = daqnet_conform::kernel::source(&repo) else {
-        eprintln!("skipped: no packetdrill scripts (set PACKETDRILL_DIR or put packetdrill in ../shared)");
-        return;
-    };
+    let Some(tcp) = public_tcp_dir() else { return };
     let listed = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("public-outcomes.txt"))
         .expect("crates/conform/public-outcomes.txt");
     let expected: std::collections::BTreeMap<&str, &str> = listed
@@ -111,24 +115,21 @@ fn the_public_scripts_pass_in_the_model_except_the_listed_ones() {
             (script, outcome)
         })
         .collect();
-    let tcp = src.join("gtests/net/tcp");
     let (mut wrong, mut passed, mut supported) = (Vec::new(), 0, 0);
-    for sub in APPLICABLE {
-        for f in scripts_in(&tcp.join(sub)).unwrap_or_else(|e| panic!("{sub}: {e}")) {
-            let name = f.strip_prefix(&tcp).expect("under tcp/").to_string_lossy().into_owned();
-            let script = Script::parse(&std::fs::read_to_string(&f).expect("readable")).expect("parses");
-            let out = daqnet_conform::model::run(&script, f.parent().expect("a folder"), 1000);
-            let got = match &out {
-                Outcome::Pass => "pass",
-                Outcome::Fail { .. } => "fail",
-                Outcome::Unsupported(_) => "unsupported",
-            };
-            passed += usize::from(got == "pass");
-            supported += usize::from(got != "unsupported");
-            let want = expected.get(name.as_str()).copied().unwrap_or("pass");
-            if got != want {
-                wrong.push(format!("{name}: expected {want}, got {out:?}"));
-            }
+    for f in applicable(&tcp) {
+        let name = f.strip_prefix(&tcp).expect("under tcp/").to_string_lossy().into_owned();
+        let script = Script::parse(&std::fs::read_to_string(&f).expect("readable")).expect("parses");
+        let out = daqnet_conform::model::run(&script, f.parent().expect("a folder"), 1000);
+        let got = match &out {
+            Outcome::Pass => "pass",
+            Outcome::Fail { .. } => "fail",
+            Outcome::Unsupported(_) => "unsupported",
+        };
+        passed += usize::from(got == "pass");
+        supported += usize::from(got != "unsupported");
+        let want = expected.get(name.as_str()).copied().unwrap_or("pass");
+        if got != want {
+            wrong.push(format!("{name}: expected {want}, got {out:?}"));
         }
     }
     assert!(wrong.is_empty(), "outcomes differ from public-outcomes.txt:\n{}", wrong.join("\n"));

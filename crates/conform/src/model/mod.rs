@@ -16,6 +16,7 @@ use crate::packet::{Direction, Options, Segment, TcpOption};
 use crate::script::{Action, Event, Script, Time};
 use daqnet_core::scenario::{CongestionControl, TcpConfig, TickPhase};
 use daqnet_core::Nanos;
+use daqnet_sim::net::wire::TCP_TIMESTAMPS_BYTES;
 use daqnet_sim::tcp::{AckUrgency, CaState, Receiver, Sender, TcpParams, Transmission};
 use std::collections::VecDeque;
 use std::path::Path;
@@ -66,6 +67,19 @@ enum Piece {
     /// A segment without data or FIN acknowledging `ack` (from the peer's first byte), with
     /// its SACK blocks.
     Ack { ack: u64, sacks: [(u64, u64); 3], blocks: usize },
+}
+
+impl Piece {
+    /// An ACK of `ack` without SACK blocks.
+    fn bare_ack(ack: u64) -> Piece {
+        Piece::Ack { ack, sacks: [(0, 0); 3], blocks: 0 }
+    }
+}
+
+/// `[start, end)` as the MSS pieces a sender cuts it into (a TSO segment's wire segments).
+fn mss_pieces(start: u64, end: u64, mss: u32) -> impl Iterator<Item = Piece> {
+    let mss = u64::from(mss.max(1));
+    (start..end).step_by(mss as usize).map(move |s| Piece::Data { start: s, end: (s + mss).min(end) })
 }
 
 /// The open connection.
@@ -260,12 +274,7 @@ impl Runner {
             self.small_end = t.end;
         }
         for t in &out {
-            let mut start = t.start;
-            while start < t.end {
-                let end = (start + self.mss as u64).min(t.end);
-                self.sent.push_back((now, Piece::Data { start, end }));
-                start = end;
-            }
+            self.sent.extend(mss_pieces(t.start, t.end, self.mss).map(|p| (now, p)));
         }
         if !out.is_empty() {
             c.rcv.on_data_sent(now);
@@ -341,14 +350,7 @@ impl Runner {
             };
             return Ok(vec![Piece::Ack { ack: u64::from(ack) - 1, sacks, blocks }]);
         }
-        let mut pieces = Vec::new();
-        let mut s = start;
-        while s < end {
-            let e = (s + self.mss as u64).min(end);
-            pieces.push(Piece::Data { start: s, end: e });
-            s = e;
-        }
-        Ok(pieces)
+        Ok(mss_pieces(start, end, self.mss).collect())
     }
 
     fn inbound(&mut self, line: usize, seg: &Segment, at: Nanos) -> Result<(), Outcome> {
@@ -388,7 +390,7 @@ impl Runner {
             }
             // Linux `tcp_fin` in FIN-WAIT-2: the FIN is acknowledged at once.
             let ack = seg.end as u64;
-            self.sent.push_back((at, Piece::Ack { ack, sacks: [(0, 0); 3], blocks: 0 }));
+            self.sent.push_back((at, Piece::bare_ack(ack)));
         }
         self.pump(at);
         Ok(())
@@ -428,7 +430,7 @@ impl Runner {
         }
         if self.active {
             self.establish(line, at)?;
-            self.sent.push_back((at, Piece::Ack { ack: 0, sacks: [(0, 0); 3], blocks: 0 }));
+            self.sent.push_back((at, Piece::bare_ack(0)));
         } else {
             self.syn_at = Some(at);
             self.sent.push_back((at, Piece::Syn));
@@ -439,10 +441,10 @@ impl Runner {
     /// The handshake completes at `at`: its RTT seeds the connection.
     fn establish(&mut self, line: usize, at: Nanos) -> Result<(), Outcome> {
         let syn_at = self.syn_at.ok_or_else(|| fail(line, "a segment before the handshake"))?;
-        // Linux `tcp_sync_mss`: the timestamps option takes 12 bytes of every segment.
+        // Linux `tcp_sync_mss`: the timestamps option takes its bytes from every segment.
         self.timestamps &= self.ts_enabled;
         if self.timestamps {
-            self.mss -= 12;
+            self.mss -= TCP_TIMESTAMPS_BYTES;
         }
         let config = TcpConfig { sack: self.config.sack && self.sack, ..self.config.clone() };
         let params = TcpParams { timestamps: self.timestamps, ..TcpParams::from_config(&config, self.mss) };
@@ -505,11 +507,6 @@ impl Runner {
         self.sent.push_back((at, Piece::Fin { seq }));
         Ok(())
     }
-}
-
-/// The number after the last comma of a socket option's value (`[200000]`).
-fn last_number(args: &str) -> Option<u64> {
-    args.rsplit(',').next().and_then(|n| n.trim().parse().ok())
 }
 
 /// A piece as a script would write it (sequence numbers from 1).

@@ -3,7 +3,7 @@
 //! they matter to it; one that asks for a behaviour the model lacks makes the script
 //! unsupported, named.
 
-use super::{fail, last_number, unsupported, Outcome, Runner};
+use super::{fail, unsupported, Outcome, Runner};
 use daqnet_core::scenario::CongestionControl;
 use std::path::Path;
 
@@ -131,6 +131,11 @@ impl Runner {
         }
         Ok(())
     }
+}
+
+/// The number after the last comma of a socket option's value (`[200000]`).
+fn last_number(args: &str) -> Option<u64> {
+    args.rsplit(',').next().and_then(|n| n.trim().parse().ok())
 }
 
 fn congestion_control(name: &str) -> Result<CongestionControl, Outcome> {

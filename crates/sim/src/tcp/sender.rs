@@ -497,8 +497,7 @@ impl Sender {
         });
         self.snd_una = ack;
         if self.sack && reord < prior_fack {
-            let fack = if self.sb.sacked_out() == 0 { ack } else { self.highest_sack };
-            self.reordering.check(reord, fack, self.mss);
+            self.reordering.check(reord, self.fack(), self.mss);
         }
         let una_advanced = ack > prior_una;
         if !self.sack && !una_advanced && !carries_data && !self.sb.is_empty() && self.state != CaState::Loss {
