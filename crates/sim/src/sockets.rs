@@ -12,6 +12,7 @@ use crate::net::port::{offer, Admission, Port};
 use crate::net::wire::{frame_bytes, sack_option_bytes};
 use crate::net::{Network, Vertex};
 use crate::prefetch::prefetch;
+use crate::tcp::undo::ts_ms;
 use crate::tcp::{AckUrgency, Endpoint, Sender, TcpParams, Transmission};
 use daqnet_core::report::{PortStats, RunReport, SimWork, SwitchStats, TcpCounters};
 use daqnet_core::trace::{CaptureSink, CapturedFrame, Targets, TraceSpec};
@@ -121,7 +122,9 @@ const PREFETCH_ABOVE_BYTES: usize = 2 << 20;
 #[derive(Debug, Clone, Copy)]
 struct Packet {
     slot: Slot,
-    frame: u32,
+    /// TCP timestamp option: when it was sent, and the peer's timestamp it echoes.
+    tsval: u32,
+    tsecr: u32,
     dst: u32,
     /// Payload bytes from `start` (0: a pure ACK).
     len: u32,
@@ -134,6 +137,8 @@ struct Packet {
     core: u8,
     nsack: u8,
 }
+
+const _: () = assert!(std::mem::size_of::<Packet>() == 64, "a packet is copied at every hop");
 
 impl Packet {
     fn end(&self) -> u64 {
@@ -504,7 +509,8 @@ impl<M: Copy> Sockets<M> {
         let has_data = p.len > 0;
         let conn = &mut self.conns[p.slot.index()];
         let ep = &mut conn.ep[end.index()];
-        ep.snd.on_ack(now, p.ack, &p.sack_blocks()[..p.nsack as usize], has_data);
+        ep.rcv.on_timestamp(p.start, p.tsval);
+        ep.snd.on_ack(now, p.ack, &p.sack_blocks()[..p.nsack as usize], has_data, Some(p.tsecr));
         if has_data {
             ep.rcv.on_segment(now, p.start, p.end());
         }
@@ -592,7 +598,8 @@ impl<M: Copy> Sockets<M> {
             from,
             core: conn.core[from.index()],
             nsack: nsack as u8,
-            frame: frame_bytes((end - start) as u32, nsack),
+            tsval: ts_ms(q.now()),
+            tsecr: ep.rcv.ts_recent(),
             dst,
             len: (end - start) as u32,
             start,
@@ -605,7 +612,8 @@ impl<M: Copy> Sockets<M> {
 
     fn forward<A>(&mut self, q: &mut EventQueue<Ev<A>>, port: u32, pkt: Packet) {
         let now = q.now();
-        match offer(&mut self.net.ports, &mut self.net.pools, port, now, pkt.frame) {
+        let frame = frame_bytes(pkt.len, pkt.nsack as usize);
+        match offer(&mut self.net.ports, &mut self.net.pools, port, now, frame) {
             Admission::Sent { arrival_ns } => {
                 if let Some(c) = self.capture.as_mut().filter(|c| c.index[port as usize] != u32::MAX) {
                     let conn = &self.conns[pkt.slot.index()];

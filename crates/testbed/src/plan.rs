@@ -155,6 +155,8 @@ pub struct TestbedPlan {
     pub rack: bool,
     /// `net.ipv4.tcp_early_retrans = 3` (else 0): tail-loss probes.
     pub tail_loss_probe: bool,
+    /// `net.ipv4.tcp_frto = 2` (else 0): F-RTO.
+    pub frto: bool,
     /// CPUs of this machine (receive packet steering spreads flows over all of them).
     pub cpus: u32,
     /// What switches the hosts' traffic.
@@ -443,6 +445,7 @@ impl TestbedPlan {
             dupack_threshold: n.tcp.dupack_threshold,
             rack: n.tcp.rack,
             tail_loss_probe: n.tcp.tail_loss_probe,
+            frto: n.tcp.frto,
             cpus: std::thread::available_parallelism().map_or(1, |c| c.get() as u32),
             switch,
         }
@@ -590,6 +593,7 @@ impl TestbedPlan {
             ("net.ipv4.tcp_reordering", self.dupack_threshold.to_string()),
             ("net.ipv4.tcp_recovery", u8::from(self.rack).to_string()),
             ("net.ipv4.tcp_early_retrans", if self.tail_loss_probe { "3" } else { "0" }.into()),
+            ("net.ipv4.tcp_frto", if self.frto { "2" } else { "0" }.into()),
             // Every run starts cold: no RTT or window remembered from an earlier connection.
             ("net.ipv4.tcp_no_metrics_save", "1".into()),
         ];

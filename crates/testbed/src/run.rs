@@ -422,6 +422,11 @@ fn host_stats(plan: &TestbedPlan) -> anyhow::Result<(Vec<Option<PortStats>>, Vec
                     lost_retransmits: get("TcpExtTCPLostRetransmit"),
                     // Linux counts no duplicate ACKs sent.
                     dup_acks: 0,
+                    undos: ["TCPFullUndo", "TCPPartialUndo", "TCPDSACKUndo", "TCPLossUndo"]
+                        .iter()
+                        .map(|k| get(&format!("TcpExt{k}")))
+                        .sum(),
+                    spurious_timeouts: get("TcpExtTCPSpuriousRTOs"),
                 },
                 counters: c.into_iter().filter(|(k, v)| *v > 0 && k.starts_with("Tcp")).collect(),
             };

@@ -17,7 +17,8 @@ use crate::script::{Action, Event, Script, Time};
 use daqnet_core::scenario::{CongestionControl, TcpConfig, TickPhase};
 use daqnet_core::Nanos;
 use daqnet_sim::net::wire::TCP_TIMESTAMPS_BYTES;
-use daqnet_sim::tcp::{AckUrgency, CaState, Receiver, Sender, TcpParams, Transmission};
+use daqnet_sim::tcp::undo::ts_ms;
+use daqnet_sim::tcp::{AckUrgency, Receiver, Sender, TcpParams, Transmission};
 use std::collections::VecDeque;
 use std::path::Path;
 
@@ -106,8 +107,11 @@ struct Runner {
     syn_at: Option<Nanos>,
     /// Whether this socket opened actively (`connect`).
     active: bool,
-    /// F-RTO (`tcp_frto`, on by default), which the model does not have.
-    frto: bool,
+    /// The model's timestamp for each `TS val` the script gave a segment the socket sent
+    /// (packetdrill maps an inbound `ecr` through the same table, `get_outbound_ts_val_mapping`),
+    /// and the first such pair, from which it interpolates an `ecr` it has no entry for.
+    ts_vals: std::collections::HashMap<u32, u32>,
+    first_ts: Option<(u32, u32)>,
     /// `tcp_timestamps`: whether this end agrees to timestamps the peer offers.
     ts_enabled: bool,
     /// `TCP_NODELAY` set: Nagle's algorithm off.
@@ -144,6 +148,17 @@ fn secs(t: Nanos) -> String {
     format!("{:.6}", t as f64 / 1e9)
 }
 
+/// The `TS val` and `ecr` of a segment line, if it has them.
+fn timestamp(seg: &Segment) -> Option<(u32, u32)> {
+    match &seg.options {
+        Options::List(o) => o.iter().find_map(|o| match *o {
+            TcpOption::Timestamp { val, ecr } => Some((val, ecr)),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
 /// The SACK blocks of a segment line, from the first byte.
 fn sack_blocks(seg: &Segment) -> Vec<(u64, u64)> {
     match &seg.options {
@@ -178,7 +193,8 @@ impl Runner {
             conn: None,
             syn_at: None,
             active: false,
-            frto: true,
+            ts_vals: Default::default(),
+            first_ts: None,
             ts_enabled: true,
             nodelay: false,
             small_end: 0,
@@ -313,6 +329,11 @@ impl Runner {
             }
             self.last = t;
         }
+        if let Some((val, _)) = timestamp(seg) {
+            let model = ts_ms(self.last);
+            self.ts_vals.insert(val, model);
+            self.first_ts.get_or_insert((val, model));
+        }
         Ok(())
     }
 
@@ -368,17 +389,14 @@ impl Runner {
             return self.establish(line, at);
         };
         // Linux `tcp_rcv_established`: the ACK first, then the data.
+        let ecr = timestamp(seg).map(|(_, ecr)| match self.ts_vals.get(&ecr) {
+            Some(&model) => model,
+            None => self.first_ts.map_or(0, |(script, model)| ecr.wrapping_sub(script).wrapping_add(model)),
+        });
         if let Some(ack) = seg.ack {
-            let (una, waiting) = (c.snd.snd_una(), c.snd.write_seq() > c.snd.snd_nxt());
-            if self.frto && c.snd.state() == CaState::Loss && u64::from(ack) - 1 > una && waiting {
-                return Err(unsupported(format!(
-                    "line {line}: an ACK after a timeout with new data waiting, where Linux's F-RTO \
-                     (tcp_process_loss, tcp_frto) sends new data instead; the model has no F-RTO"
-                )));
-            }
             // The FIN takes one sequence number, which the sender does not count.
             let ack = (u64::from(ack) - 1).min(c.snd.write_seq());
-            c.snd.on_ack(at, ack, &sack_blocks(seg), seg.len > 0);
+            c.snd.on_ack(at, ack, &sack_blocks(seg), seg.len > 0, ecr);
         }
         if seg.len > 0 {
             c.rcv.on_segment(at, seg.start as u64 - 1, seg.end as u64 - 1);

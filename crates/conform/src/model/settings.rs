@@ -48,16 +48,13 @@ impl Runner {
 
     fn sysctl(&mut self, key: &str, value: &str) -> Result<(), Outcome> {
         let on = value != "0";
-        if key.ends_with("tcp_frto") {
-            self.frto = on;
-            return Ok(());
-        }
         if key.ends_with("tcp_timestamps") {
             self.ts_enabled = on;
             return Ok(());
         }
         let c = &mut self.config;
         match key.trim_start_matches("net.ipv4.") {
+            "tcp_frto" => c.frto = on,
             "tcp_sack" => c.sack = on,
             // Linux 6.18 finds losses with RACK whatever its bit 0 says (rack-recovery-off.pkt); the
             // other bits (a static reordering window, no duplicate-ACK threshold) are not modelled.

@@ -73,6 +73,16 @@ pub struct TcpCounters {
     /// `tcp.analysis.duplicate_ack`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dup_acks: u64,
+    /// Window reductions undone as unneeded: every retransmission reported as a duplicate
+    /// (D-SACK), or a timestamp echo older than the first retransmission (Linux
+    /// `TCPFullUndo` + `TCPPartialUndo` + `TCPDSACKUndo` + `TCPLossUndo`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub undos: u64,
+    /// Retransmission timeouts that F-RTO found spurious (Linux `TCPSpuriousRTOs`): after the
+    /// timeout, new data was sent instead of retransmissions and the ACKs showed that data sent
+    /// before the timeout had arrived.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spurious_timeouts: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -88,6 +98,8 @@ impl std::ops::AddAssign<&TcpCounters> for TcpCounters {
         self.recovery_fails += o.recovery_fails;
         self.lost_retransmits += o.lost_retransmits;
         self.dup_acks += o.dup_acks;
+        self.undos += o.undos;
+        self.spurious_timeouts += o.spurious_timeouts;
     }
 }
 

@@ -24,13 +24,18 @@ impl RunReport {
                 if self.farm.is_some() { "SFC's" } else { "readout units'" }
             ),
             _ => format!(
-                "{} retransmits, {} timeouts, {} fast recoveries ({} failed), {} lost retransmissions{}",
+                "{} retransmits, {} timeouts, {} fast recoveries ({} failed), {} lost retransmissions{}{}",
                 t.retransmits,
                 t.timeouts,
                 t.fast_recoveries,
                 t.recovery_fails,
                 t.lost_retransmits,
-                if t.loss_probes > 0 { format!(", {} tail-loss probes", t.loss_probes) } else { String::new() }
+                if t.loss_probes > 0 { format!(", {} tail-loss probes", t.loss_probes) } else { String::new() },
+                match (t.undos, t.spurious_timeouts) {
+                    (0, _) => String::new(),
+                    (u, 0) => format!(", {u} reductions undone"),
+                    (u, s) => format!(", {u} reductions undone ({s} spurious timeouts)"),
+                }
             ),
         }
     }

@@ -99,6 +99,7 @@ limited_transmit = true
 slow_start_after_idle = true
 rack = true                      # RACK loss detection, also of lost retransmissions (needs sack)
 tail_loss_probe = true           # probe a silent tail after 2 SRTT instead of waiting for the RTO
+frto = true                      # F-RTO: new data after a timeout tells whether it was spurious
 timer_hz = 1000                  # TCP timers tick like Linux CONFIG_HZ (Debian/Ubuntu: 250; 0 = exact)
 tick_phase = "per_host"          # per_host | shared: each host ticks at its own phase, or all at the same instants
 

@@ -463,6 +463,11 @@ pub struct TcpConfig {
     /// never later than the RTO, send new data or resend the last segment so that a lost tail is
     /// repaired by SACK recovery instead of a timeout. Ignored with `sack = false`, as in Linux.
     pub tail_loss_probe: bool,
+    /// F-RTO (RFC 5682, Linux `tcp_frto`, default on): after a retransmission timeout outside
+    /// recovery, the first ACK that advances sends new data instead of more retransmissions;
+    /// if the next ACK shows data sent before the timeout arrived, the timeout was spurious and
+    /// the window reduction is undone (`tcp_process_loss`).
+    pub frto: bool,
     /// Tick rate of the senders' and receivers' TCP timers, in Hz (Linux `CONFIG_HZ`: 1000 on
     /// Red Hat-like kernels, 250 on Debian and Ubuntu). Linux arms the retransmission, probe,
     /// reordering and delayed-ACK timers in whole ticks and fires them on a later tick (its
@@ -669,6 +674,7 @@ impl Default for TcpConfig {
             slow_start_after_idle: true,
             rack: true,
             tail_loss_probe: true,
+            frto: true,
             timer_hz: 1000,
             tick_phase: TickPhase::PerHost,
         }

@@ -24,6 +24,7 @@ pub mod rtt;
 pub mod scoreboard;
 mod sender;
 pub mod tick;
+pub mod undo;
 
 pub use receiver::{AckUrgency, Receiver};
 pub use sender::{CaState, Sender, Transmission};
@@ -71,6 +72,8 @@ pub struct TcpParams {
     pub rack: bool,
     /// Tail-loss probes on (only with SACK).
     pub tail_loss_probe: bool,
+    /// F-RTO on: after a timeout, new data tests whether it was spurious (RFC 5682).
+    pub frto: bool,
     /// The tick the timers run on.
     pub tick: tick::TimerTick,
     /// Whether each host ticks at its own phase ([`TcpParams::on_host`]).
@@ -99,6 +102,7 @@ impl TcpParams {
             slow_start_after_idle: c.slow_start_after_idle,
             rack: c.rack && c.sack,
             tail_loss_probe: c.tail_loss_probe && c.sack,
+            frto: c.frto,
             tick: tick::TimerTick::new(c.timer_hz),
             tick_phase: c.tick_phase,
         }

@@ -60,6 +60,12 @@ impl Rack {
         }
     }
 
+    /// Makes the next loss detection run (Linux sets `rack.advanced` when it undoes a window
+    /// reduction, to re-examine the segments it no longer thinks lost).
+    pub fn force_advanced(&mut self) {
+        self.advanced = true;
+    }
+
     /// Whether a delivery happened since the last call (then loss detection should run).
     pub fn take_advanced(&mut self) -> bool {
         std::mem::take(&mut self.advanced)

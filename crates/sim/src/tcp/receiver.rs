@@ -27,6 +27,8 @@ pub struct Receiver {
     dsack: Option<(u64, u64)>,
     /// `rcv_nxt` when the last ACK was sent.
     rcv_wup: u64,
+    /// The timestamp the next ACK echoes (Linux `ts_recent`).
+    ts_recent: u32,
     urgency: AckUrgency,
     delack_at: Option<Nanos>,
     quick: u32,
@@ -61,6 +63,7 @@ impl Receiver {
             recent: Vec::new(),
             dsack: None,
             rcv_wup: 0,
+            ts_recent: 0,
             urgency: AckUrgency::None,
             delack_at: None,
             quick: p.quickack,
@@ -113,6 +116,21 @@ impl Receiver {
     /// Deadline of the delayed-ACK timer, if armed.
     pub fn poll_timeout(&self) -> Option<Nanos> {
         self.delack_at
+    }
+
+    /// The timestamp the next ACK echoes.
+    pub fn ts_recent(&self) -> u32 {
+        self.ts_recent
+    }
+
+    /// A segment starting at `start` carried timestamp `tsval` (Linux `tcp_replace_ts_recent`):
+    /// it becomes the one to echo if it starts at or below what the last ACK acknowledged, so
+    /// that an ACK echoes the segment that made it due, not later out-of-order ones (RFC 7323
+    /// §4.3), and the echo never goes back in time (PAWS).
+    pub fn on_timestamp(&mut self, start: u64, tsval: u32) {
+        if start <= self.rcv_wup && (tsval.wrapping_sub(self.ts_recent) as i32) >= 0 {
+            self.ts_recent = tsval;
+        }
     }
 
     /// A segment carrying `[start, end)` arrived at `now`.

@@ -334,6 +334,16 @@ impl Scoreboard {
         self.check();
     }
 
+    /// Linux `tcp_undo_cwnd_reduction` with `unmark_loss`: no segment is lost any more; a
+    /// retransmission in flight stays in flight (and counts in flight twice, as in Linux).
+    pub fn unmark_lost(&mut self) {
+        for seg in self.rtx.iter_mut() {
+            seg.marks.lost = false;
+        }
+        self.lost_out = 0;
+        self.check();
+    }
+
     /// Marks the head lost unless it is SACKed or already lost (Linux `tcp_mark_head_lost`).
     pub fn mark_head_lost(&mut self) {
         if self.rtx.front().is_some_and(|s| !s.marks.sacked && !s.marks.lost) {
@@ -395,8 +405,7 @@ impl Scoreboard {
     }
 
     /// The first invariant that does not hold, if any: the counters equal the marks; SACKed
-    /// segments are neither lost nor retransmitted; a retransmission in flight is of a lost
-    /// segment; the queue is contiguous; in flight is never negative.
+    /// segments are neither lost nor retransmitted; the queue is contiguous; in flight is never negative.
     pub fn violation(&self) -> Option<&'static str> {
         let count = |f: fn(&Marks) -> bool| self.rtx.iter().filter(|s| f(&s.marks)).count() as u32;
         let sacked_marks = if self.sack { self.sacked_out } else { 0 };
@@ -407,7 +416,6 @@ impl Scoreboard {
             (self.ever_retrans_out != count(|m| m.ever_retrans), "ever_retrans_out differs from its marks"),
             (sacked_marks != count(|m| m.sacked), "sacked_out differs from the SACK marks"),
             (self.rtx.iter().any(|s| s.marks.sacked && (s.marks.lost || s.marks.retrans)), "a SACKed segment is lost"),
-            (self.rtx.iter().any(|s| s.marks.retrans && !s.marks.lost), "a retransmission of a segment not lost"),
             (!contiguous || self.rtx.iter().any(|s| s.start >= s.end), "the queue is not contiguous"),
             (self.sacked_out + self.lost_out > self.packets_out() + self.retrans_out, "in flight is negative"),
         ]

@@ -17,6 +17,7 @@ use super::reordering::Reordering;
 use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
 use super::tick::TimerTick;
+use super::undo::{ts_ms, Undo};
 use super::TcpParams;
 use daqnet_core::report::TcpCounters;
 use daqnet_core::Nanos;
@@ -72,11 +73,24 @@ pub struct Transmission {
     pub retransmit: bool,
 }
 
+/// What one pass of [`Sender::fill_window`] did.
+#[derive(Debug, Default, Clone, Copy)]
+struct Filled {
+    /// It stopped because the window was full.
+    cwnd_limited: bool,
+    /// It sent new data.
+    sent_new: bool,
+    /// It retransmitted the oldest unacknowledged segment.
+    head_resent: bool,
+}
+
 /// What SACK blocks newly acknowledged.
 #[derive(Debug, Default)]
 struct SackTags {
     /// Segments newly SACKed.
     newly_sacked: u32,
+    /// One of them was sent once, before `high_seq` (Linux `FLAG_ORIG_SACK_ACKED`).
+    orig_sacked: bool,
     /// Earliest and latest send time of those sent once (Linux `first_sackt`, `last_sackt`).
     first_sackt: Option<Nanos>,
     last_sackt: Nanos,
@@ -129,6 +143,39 @@ pub struct Sender {
     lsndtime: Nanos,
     /// What happened on this connection, counted as Linux counts it.
     stats: TcpCounters,
+    /// The setting `tcp_frto`: F-RTO (RFC 5682) may find a timeout spurious.
+    frto_on: bool,
+    /// F-RTO runs in this loss episode (Linux `tp->frto`).
+    frto: bool,
+    /// F-RTO's step 2b: the next transmission sends new data, not retransmissions (Linux
+    /// `REXMIT_NEW`).
+    frto_send_new: bool,
+    /// Timeouts since `snd_una` last advanced (Linux `icsk_retransmits`).
+    timeouts_in_row: u32,
+    undo: Undo,
+}
+
+/// What an ACK did, as the flags Linux's `tcp_ack` passes to `tcp_fastretrans_alert`.
+#[derive(Debug, Clone, Copy)]
+struct AckFlags {
+    /// `snd_una` before the ACK.
+    prior_una: u64,
+    /// Segments cumulatively acknowledged.
+    acked: u32,
+    /// Segments delivered: acknowledged or SACKed by this ACK alone (`tcp_newly_delivered`).
+    delivered: u32,
+    /// `FLAG_SND_UNA_ADVANCED`.
+    una_advanced: bool,
+    /// `FLAG_DATA_SACKED`.
+    data_sacked: bool,
+    /// `FLAG_ORIG_SACK_ACKED`: a segment sent once, before `high_seq`, arrived.
+    orig_sacked: bool,
+    /// Not a duplicate ACK (it acknowledged, carried data, or reported a duplicate).
+    not_dup: bool,
+    /// The timestamp echo, if the ACK carried one.
+    ecr: Option<u32>,
+    /// `tp->lost` before the ACK (new losses make PRR stop slow-starting).
+    lost_before: u32,
 }
 
 impl Sender {
@@ -193,6 +240,11 @@ impl Sender {
             probe_due: false,
             lsndtime: 0,
             stats: TcpCounters::default(),
+            frto_on: p.frto,
+            frto: false,
+            frto_send_new: false,
+            timeouts_in_row: 0,
+            undo: Undo::default(),
         }
     }
 
@@ -294,41 +346,29 @@ impl Sender {
     /// Everything the window allows now: lost segments first, then new data in segments of at
     /// most `mss_now` bytes. Appends to `out`.
     pub fn transmit(&mut self, now: Nanos, mss_now: u32, out: &mut Vec<Transmission>) {
-        let before = out.len();
         let prior_packets = self.sb.packets_out();
+        let had_new = self.snd_nxt < self.write_seq;
         if std::mem::take(&mut self.probe_due) {
             self.send_loss_probe(now, mss_now, out);
         }
-        let mut cwnd_limited = false;
-        let mut sent_new = false;
-        let mut head_resent = false;
-        loop {
-            let has_lost = self.sb.has_lost_to_resend();
-            let has_new = self.snd_nxt < self.write_seq;
-            if !has_lost && !has_new {
-                break;
+        // Linux tcp_xmit_recovery with REXMIT_NEW (F-RTO step 2b): new data only; if none could
+        // go out, F-RTO ends and the lost segments are retransmitted as usual.
+        let frto_new = std::mem::take(&mut self.frto_send_new).then(|| self.fill_window(now, mss_now, true, out));
+        let Filled { mut cwnd_limited, sent_new, head_resent } = match frto_new {
+            Some(f) if f.sent_new => f,
+            _ => {
+                self.frto &= frto_new.is_none();
+                self.fill_window(now, mss_now, false, out)
             }
-            if self.in_flight() >= self.cwnd {
-                cwnd_limited = true;
-                break;
+        };
+        // Linux tcp_write_xmit, which runs while data waits to be sent: a flight that fills the
+        // window is window-limited even when nothing more waits. Retransmissions alone
+        // (tcp_xmit_retransmit_queue) leave the record as it is.
+        if had_new {
+            cwnd_limited |= self.in_flight() >= self.cwnd;
+            if sent_new || cwnd_limited {
+                self.cwnd_validate(cwnd_limited);
             }
-            let tx = if has_lost {
-                let seg = self.sb.retransmit_next_lost(now).expect("a lost segment waits");
-                head_resent |= seg.start == self.snd_una;
-                self.stats.retransmits += 1;
-                Transmission { start: seg.start, end: seg.end, retransmit: true }
-            } else {
-                sent_new = true;
-                self.send_new(now, mss_now)
-            };
-            if self.state == CaState::Recovery {
-                self.prr_out += 1;
-            }
-            self.lsndtime = now;
-            out.push(tx);
-        }
-        if out.len() > before {
-            self.cwnd_validate(cwnd_limited);
         }
         // Linux tcp_xmit_retransmit_queue: resending the head restarts the retransmission timer.
         if head_resent && self.timer_kind() != Some(Timer::Reorder) {
@@ -344,6 +384,39 @@ impl Sender {
         if self.timer.is_none() && !self.sb.is_empty() {
             self.rearm_rto(now);
         }
+    }
+
+    /// Lost segments first (unless `new_only`), then new data in segments of at most `mss_now`
+    /// bytes, while the window allows. Appends to `out`.
+    fn fill_window(&mut self, now: Nanos, mss_now: u32, new_only: bool, out: &mut Vec<Transmission>) -> Filled {
+        let mut f = Filled::default();
+        loop {
+            let has_lost = !new_only && self.sb.has_lost_to_resend();
+            let has_new = self.snd_nxt < self.write_seq;
+            if !has_lost && !has_new {
+                break;
+            }
+            if self.in_flight() >= self.cwnd {
+                f.cwnd_limited = true;
+                break;
+            }
+            let tx = if has_lost {
+                let seg = self.sb.retransmit_next_lost(now).expect("a lost segment waits");
+                f.head_resent |= seg.start == self.snd_una;
+                self.stats.retransmits += 1;
+                self.undo.on_retransmit(ts_ms(now));
+                Transmission { start: seg.start, end: seg.end, retransmit: true }
+            } else {
+                f.sent_new = true;
+                self.send_new(now, mss_now)
+            };
+            if self.state == CaState::Recovery {
+                self.prr_out += 1;
+            }
+            self.lsndtime = now;
+            out.push(tx);
+        }
+        f
     }
 
     /// Puts the next segment of new data (at most `mss_now` bytes) in flight.
@@ -455,10 +528,11 @@ impl Sender {
     }
 
     /// An acknowledgement arrived at `now`: cumulative `ack`, `sacks` blocks (a first block
-    /// below `ack` or inside another block is a D-SACK, RFC 2883), and whether the segment also
-    /// carried data (then it is not a duplicate ACK). An ACK below `snd_una` (overtaken by a
-    /// later one) counts only for its SACK blocks, as Linux's `old_ack` path in `tcp_ack`.
-    pub fn on_ack(&mut self, now: Nanos, ack: u64, sacks: &[(u64, u64)], carries_data: bool) {
+    /// below `ack` or inside another block is a D-SACK, RFC 2883), whether the segment also
+    /// carried data (then it is not a duplicate ACK), and its timestamp echo `ecr` if it had
+    /// one. An ACK below `snd_una` (overtaken by a later one) counts only for its SACK blocks,
+    /// as Linux's `old_ack` path in `tcp_ack`.
+    pub fn on_ack(&mut self, now: Nanos, ack: u64, sacks: &[(u64, u64)], carries_data: bool, ecr: Option<u32>) {
         let old = ack < self.snd_una;
         if ack > self.snd_nxt || (old && (!self.sack || sacks.is_empty())) {
             return;
@@ -467,9 +541,8 @@ impl Sender {
         let prior_una = self.snd_una;
         let prior_fack = self.fack();
         let lost_before = self.sb.lost();
-        let dsack = self.sack
-            && sacks.first().is_some_and(|&(s, e)| e <= ack || sacks[1..].iter().any(|&(s2, e2)| s2 <= s && e <= e2));
-        let SackTags { mut newly_sacked, first_sackt, last_sackt } =
+        let dsack = self.sack && self.check_dsack(ack, sacks);
+        let SackTags { mut newly_sacked, orig_sacked, first_sackt, last_sackt } =
             if self.sack { self.sacktag(now, sacks) } else { SackTags::default() };
         // Linux `tcp_clean_rtx_queue`: the lowest segment sent once that this ACK delivers
         // below a segment SACKed before it — reordering, not loss.
@@ -479,6 +552,8 @@ impl Sender {
         let mut last_sent = 0;
         let mut retrans_acked = false;
         let mut acked_unsacked = 0;
+        let mut orig_acked = false;
+        let high_seq = self.high_seq;
         let reno_dupacks_before = if self.sack { 0 } else { self.sb.sacked_out() };
         let acked = self.sb.ack(ack, |seg| {
             let m = seg.marks();
@@ -488,6 +563,7 @@ impl Sender {
                 first_ackt = first_ackt.or(Some(seg.sent_at));
                 last_ackt = seg.sent_at;
                 reord = reord.min(seg.start);
+                orig_acked |= seg.end <= high_seq;
             }
             if !m.sacked {
                 acked_unsacked += 1;
@@ -500,6 +576,9 @@ impl Sender {
             self.reordering.check(reord, self.fack(), self.mss);
         }
         let una_advanced = ack > prior_una;
+        if una_advanced {
+            self.timeouts_in_row = 0;
+        }
         if !self.sack && !una_advanced && !carries_data && !self.sb.is_empty() && self.state != CaState::Loss {
             self.sb.reno_dupack();
             newly_sacked = 1;
@@ -545,12 +624,42 @@ impl Sender {
                 self.ssthresh = ss;
             }
         }
-        self.process_tlp_ack(ack, dsack, una_advanced || carries_data || newly_sacked > 0);
-        let reorder_armed = self.process_loss_state(now, acked, delivered, una_advanced, lost_before);
+        let not_dup = una_advanced || carries_data || dsack;
+        self.process_tlp_ack(ack, dsack, not_dup || newly_sacked > 0);
+        let f = AckFlags {
+            prior_una,
+            acked,
+            delivered,
+            una_advanced,
+            data_sacked: newly_sacked > 0,
+            orig_sacked: orig_acked || orig_sacked,
+            not_dup,
+            ecr: ecr.filter(|_| self.timestamps),
+            lost_before,
+        };
+        // Linux tcp_ack_is_dubious: only then tcp_fastretrans_alert; tcp_cong_control always.
+        let dubious = !not_dup || newly_sacked > 0 || dsack || self.state != CaState::Open;
+        let reorder_armed = dubious && self.fastretrans_alert(now, &f);
+        self.cong_control(now, &f);
         // Linux tcp_set_xmit_timer (unless RACK just armed its reorder timer).
         if una_advanced && !reorder_armed && !self.schedule_loss_probe(now, true) {
             self.rearm_rto(now);
         }
+    }
+
+    /// Linux `tcp_check_dsack`: whether the first SACK block reports a duplicate (below the
+    /// ACK, or inside the second block), and if so its accounting for undo (`tcp_dsack_seen`:
+    /// a report of more duplicates than were ever retransmitted is dubious and ignored). The
+    /// model counts every segment of an in-queue report as a retransmission reported back,
+    /// where Linux counts those marked retransmitted (`tcp_sacktag_one`).
+    fn check_dsack(&mut self, ack: u64, sacks: &[(u64, u64)]) -> bool {
+        let Some(&(s, e)) = sacks.first() else { return false };
+        let dsack = e <= ack || sacks[1..].iter().any(|&(s2, e2)| s2 <= s && e <= e2);
+        if dsack && s < e {
+            let segs = (e - s).div_ceil(self.mss as u64).max(1) as u32;
+            self.undo.on_dsack(e, segs, self.stats.retransmits);
+        }
+        dsack
     }
 
     /// Linux `tcp_sacktag_write_queue`: marks the segments inside `sacks` SACKed, tells RACK of
@@ -562,6 +671,7 @@ impl Sender {
         let (mut reord, mut highest) = (u64::MAX, self.highest_sack);
         let mut tags = SackTags::default();
         let rack = &mut self.rack;
+        let high_seq = self.high_seq;
         for &(s, e) in sacks {
             tags.newly_sacked += self.sb.sack_block(s, e, |seg| {
                 let ever_retrans = seg.marks().ever_retrans;
@@ -572,6 +682,7 @@ impl Sender {
                     }
                     tags.first_sackt = Some(tags.first_sackt.map_or(seg.sent_at, |t| t.min(seg.sent_at)));
                     tags.last_sackt = tags.last_sackt.max(seg.sent_at);
+                    tags.orig_sacked |= seg.end <= high_seq;
                 }
                 rack.on_delivered(now, seg.sent_at, seg.end, ever_retrans);
             });
@@ -615,73 +726,241 @@ impl Sender {
         }
     }
 
-    /// Linux `tcp_fastretrans_alert`, simplified to the parts that matter here. Returns whether
-    /// the RACK reorder timer was armed.
-    fn process_loss_state(
-        &mut self,
-        now: Nanos,
-        acked: u32,
-        delivered: u32,
-        una_advanced: bool,
-        lost_before: u32,
-    ) -> bool {
-        if matches!(self.state, CaState::Recovery | CaState::Loss) && self.snd_una >= self.high_seq {
-            if self.state == CaState::Recovery && !self.cc.is_static() {
+    /// Linux `tcp_fastretrans_alert`: leaves a recovery or loss episode when `high_seq` is
+    /// acknowledged (undoing the reduction if it proves unneeded), finds losses, and enters
+    /// recovery. The window itself changes afterwards, in [`Sender::cong_control`]. Returns
+    /// whether the RACK reorder timer was armed.
+    fn fastretrans_alert(&mut self, now: Nanos, f: &AckFlags) -> bool {
+        if self.state == CaState::Open {
+            self.undo.clear_stamp();
+        } else if self.state == CaState::Recovery && self.snd_una >= self.high_seq {
+            let undone = self.try_undo_recovery(f.ecr);
+            // Linux tcp_end_cwnd_reduction: the window is ssthresh, unless it was undone.
+            if !undone && !self.cc.is_static() {
                 self.cwnd = self.ssthresh.max(1);
                 self.cwnd_cnt = 0;
             }
-            self.state = CaState::Open;
         }
-        let mut reorder_armed = false;
         match self.state {
-            CaState::Open | CaState::Disorder => {
-                if self.sack {
-                    reorder_armed = self.detect_loss(now);
-                }
-                let dupthresh_rule = !self.rack_on && self.sb.sacked_out() >= self.reordering.degree();
-                if self.sb.lost_out() > 0 || dupthresh_rule {
-                    self.enter_recovery();
-                    self.cwnd_reduction(delivered, una_advanced, self.sb.lost() != lost_before);
-                } else {
-                    self.state = if self.sb.sacked_out() > 0 { CaState::Disorder } else { CaState::Open };
-                    if self.may_raise_cwnd(acked, delivered) {
-                        self.grow(now, delivered);
-                    }
-                }
-            }
             CaState::Recovery => {
-                if self.sack {
-                    reorder_armed = self.detect_loss(now);
-                } else if una_advanced {
-                    // RFC 6582: a partial ACK means the next hole is lost too; retransmit it.
-                    self.sb.mark_head_lost();
+                if f.una_advanced && self.try_undo_partial(f) {
+                    return false;
                 }
-                self.cwnd_reduction(delivered, una_advanced, self.sb.lost() != lost_before);
+                if self.undo.all_dsacked() {
+                    self.undo_cwnd_reduction(false);
+                    self.stats.undos += 1;
+                    self.try_to_open();
+                }
+                let armed = self.identify_loss(now, f.una_advanced);
+                if self.state != CaState::Recovery && self.time_to_recover() {
+                    self.enter_recovery();
+                }
+                armed
             }
             CaState::Loss => {
                 let retrans_before = self.sb.retrans_out();
-                if self.sack {
-                    reorder_armed = self.detect_loss(now);
-                }
+                self.process_loss(f);
+                let armed = self.identify_loss(now, f.una_advanced);
                 // Linux tcp_fastretrans_alert, case TCP_CA_Loss: when RACK finds a
                 // retransmission lost (FLAG_LOST_RETRANS), the connection falls through to
                 // tcp_enter_recovery — ssthresh from the window now, then PRR — instead of
-                // slow-starting on in the loss state.
-                if self.sb.retrans_out() < retrans_before && self.sb.lost_out() > 0 {
-                    self.enter_recovery();
-                    self.cwnd_reduction(delivered, una_advanced, self.sb.lost() != lost_before);
-                } else if self.may_raise_cwnd(acked, delivered) {
-                    self.grow(now, delivered);
+                // slow-starting on in the loss state; so does an undone loss state.
+                let lost_retrans = self.sb.retrans_out() < retrans_before;
+                if self.state != CaState::Open && !lost_retrans {
+                    return armed;
                 }
+                self.open_or_recover(now, f) || armed
+            }
+            CaState::Open | CaState::Disorder => self.open_or_recover(now, f),
+        }
+    }
+
+    /// The default case of Linux `tcp_fastretrans_alert`: undo on D-SACKs, find losses, and
+    /// enter recovery if any is found (`tcp_time_to_recover`), else stay open or in disorder.
+    fn open_or_recover(&mut self, now: Nanos, f: &AckFlags) -> bool {
+        if matches!(self.state, CaState::Open | CaState::Disorder) && self.undo.all_dsacked() {
+            self.undo_cwnd_reduction(false);
+            self.stats.undos += 1;
+        }
+        let armed = self.identify_loss(now, f.una_advanced);
+        if self.time_to_recover() {
+            self.enter_recovery();
+        } else {
+            self.try_to_open();
+        }
+        armed
+    }
+
+    /// Linux `tcp_identify_packet_loss`: RACK or the duplicate-ACK threshold with SACK;
+    /// without, NewReno's partial ACK in recovery marks the next hole lost (RFC 6582).
+    fn identify_loss(&mut self, now: Nanos, una_advanced: bool) -> bool {
+        if self.sack {
+            self.detect_loss(now)
+        } else {
+            if una_advanced && self.state == CaState::Recovery {
+                self.sb.mark_head_lost();
+            }
+            false
+        }
+    }
+
+    /// Linux `tcp_time_to_recover`: a segment is marked lost, or (without RACK) enough are
+    /// SACKed above the head.
+    fn time_to_recover(&self) -> bool {
+        self.sb.lost_out() > 0 || (!self.rack_on && self.sb.sacked_out() >= self.reordering.degree())
+    }
+
+    /// Linux `tcp_try_to_open` and `tcp_try_keep_open`: disorder while anything is SACKed,
+    /// lost or retransmitted, else open; a new state starts a new `high_seq`.
+    fn try_to_open(&mut self) {
+        let retrans_done = self.any_retrans_done();
+        if !retrans_done {
+            self.undo.clear_stamp();
+        }
+        let left_out = self.sb.sacked_out() + self.sb.lost_out() > 0;
+        let state = if left_out || retrans_done { CaState::Disorder } else { CaState::Open };
+        if self.state != state {
+            self.state = state;
+            self.high_seq = self.snd_nxt;
+        }
+    }
+
+    /// Linux `tcp_any_retrans_done`: a retransmission in flight, or the oldest segment was
+    /// retransmitted.
+    fn any_retrans_done(&self) -> bool {
+        self.sb.retrans_out() > 0 || self.sb.head().is_some_and(|s| s.marks().ever_retrans)
+    }
+
+    /// Linux `tcp_process_loss`: in the loss state, undo if the ACK proves the timeout
+    /// spurious (timestamps, D-SACKs, or F-RTO: data sent once before the timeout arrived);
+    /// F-RTO's step 2b sends new data after the first ACK that advances `snd_una`; the state
+    /// ends when `high_seq` is acknowledged.
+    fn process_loss(&mut self, f: &AckFlags) {
+        let recovered = self.snd_una >= self.high_seq;
+        if f.una_advanced && self.try_undo_loss(false, f.ecr) {
+            return;
+        }
+        if self.frto {
+            if f.orig_sacked && self.try_undo_loss(true, f.ecr) {
+                return;
+            }
+            if self.snd_nxt > self.high_seq {
+                if f.data_sacked || !f.not_dup {
+                    self.frto = false; // Step 3a: the loss was real.
+                }
+            } else if f.una_advanced && !recovered {
+                self.high_seq = self.snd_nxt;
+                if self.snd_nxt < self.write_seq {
+                    self.frto_send_new = true;
+                    return;
+                }
+                self.frto = false;
             }
         }
-        reorder_armed
+        if recovered {
+            self.try_undo_recovery(f.ecr);
+        }
+    }
+
+    /// Linux `tcp_try_undo_loss`.
+    fn try_undo_loss(&mut self, frto_undo: bool, ecr: Option<u32>) -> bool {
+        if !frto_undo && !self.undo.may_undo(ecr, self.reno_reopen_held()) {
+            return false;
+        }
+        self.undo_cwnd_reduction(true);
+        self.stats.undos += 1;
+        self.stats.spurious_timeouts += u64::from(frto_undo);
+        self.timeouts_in_row = 0;
+        if frto_undo || self.sack {
+            self.state = CaState::Open;
+        }
+        true
+    }
+
+    /// Linux `tcp_try_undo_recovery`, as `high_seq` is acknowledged: undo if the episode proved
+    /// unneeded; the state is open either way. Returns whether it undid.
+    fn try_undo_recovery(&mut self, ecr: Option<u32>) -> bool {
+        let undone = self.undo.may_undo(ecr, self.reno_reopen_held());
+        if undone {
+            self.undo_cwnd_reduction(false);
+            self.stats.undos += 1;
+        }
+        self.state = CaState::Open;
+        undone
+    }
+
+    /// Linux `tcp_try_undo_partial`: in recovery, an ACK whose echo predates the first
+    /// retransmission filled the hole with an original — reordering, not loss. With
+    /// retransmissions still out the episode goes on without marking more lost (returns true:
+    /// nothing more to do on this ACK); otherwise the reduction is undone.
+    fn try_undo_partial(&mut self, f: &AckFlags) -> bool {
+        if !self.undo.pending() || !self.undo.packet_delayed(f.ecr, self.reno_reopen_held()) {
+            return false;
+        }
+        let fack = self.fack();
+        if f.prior_una < fack {
+            self.reordering.check(f.prior_una, fack, self.mss);
+        }
+        if self.sb.retrans_out() > 0 {
+            return true;
+        }
+        if !self.any_retrans_done() {
+            self.undo.clear_stamp();
+        }
+        self.undo_cwnd_reduction(true);
+        self.stats.undos += 1;
+        self.try_to_open();
+        false
+    }
+
+    /// The model leaves recovery without SACK as soon as `high_seq` is acknowledged, where Linux
+    /// holds it until data above it is (`tcp_is_non_sack_preventing_reopen`); what
+    /// `tcp_packet_delayed` reads of that state.
+    fn reno_reopen_held(&self) -> bool {
+        !self.sack && self.snd_una >= self.high_seq
+    }
+
+    /// Linux `tcp_undo_cwnd_reduction`: the window and ssthresh as they were before the
+    /// episode (Reno's and CUBIC's `undo_cwnd`: the larger of the window now and before);
+    /// `unmark_loss` also forgets which segments were thought lost.
+    fn undo_cwnd_reduction(&mut self, unmark_loss: bool) {
+        if unmark_loss {
+            self.sb.unmark_lost();
+        }
+        let prior_ssthresh = self.undo.take();
+        if prior_ssthresh > 0 && !self.cc.is_static() {
+            self.cwnd = self.cwnd.max(self.prior_cwnd);
+            self.ssthresh = self.ssthresh.max(prior_ssthresh);
+        }
+        self.rack.force_advanced();
+    }
+
+    /// Linux `tcp_cong_control`: PRR during recovery, else the window grows if it may.
+    fn cong_control(&mut self, now: Nanos, f: &AckFlags) {
+        if self.state == CaState::Recovery {
+            let newly_lost = self.sb.lost() != f.lost_before;
+            self.cwnd_reduction(f.delivered, f.una_advanced, newly_lost);
+        } else if self.may_raise_cwnd(f.acked, f.delivered) {
+            self.grow(now, f.delivered);
+        }
+    }
+
+    /// Linux `tcp_current_ssthresh`: what undo may restore — ssthresh during a reduction, else
+    /// at least three quarters of the window.
+    fn current_ssthresh(&self) -> u32 {
+        if self.state == CaState::Recovery {
+            self.ssthresh
+        } else {
+            self.ssthresh.max((self.cwnd >> 1) + (self.cwnd >> 2))
+        }
     }
 
     /// Linux `tcp_enter_recovery`: from the open or the loss state (neither is a window
     /// reduction, `tcp_in_cwnd_reduction`), so ssthresh is taken from the window now.
     fn enter_recovery(&mut self) {
         self.stats.fast_recoveries += 1;
+        let probe_out = self.tlp_high_seq.is_some() && self.tlp_retrans;
+        self.undo.init(self.snd_una, self.sb.retrans_out(), probe_out, self.current_ssthresh());
         self.prior_cwnd = self.cwnd;
         self.prr_delivered = 0;
         self.prr_out = 0;
@@ -770,7 +1049,7 @@ impl Sender {
             let remaining = self.rack.remaining(now, seg.sent_at, reo_wnd);
             if remaining > 0 {
                 wait = wait.max(remaining);
-            } else if m.retrans {
+            } else if m.retrans && m.lost {
                 self.sb.retransmission_lost(i);
                 self.stats.lost_retransmits += 1;
             } else {
@@ -829,19 +1108,28 @@ impl Sender {
             self.reordering.on_timeout_after_sacks(self.dupthresh);
         }
         // Linux counts the first timeout of a series by the state it ends.
-        if self.state == CaState::Recovery && !self.rtt.backed_off() {
+        if self.state == CaState::Recovery && self.timeouts_in_row == 0 {
             self.stats.recovery_fails += 1;
         }
         // Linux tcp_enter_loss recomputes ssthresh from the window now in the open and
         // disorder states, once a recovery's `high_seq` is acknowledged, and in the loss state
-        // when an ACK made progress since the last timeout (tcp_ack zeroes `icsk_retransmits`;
-        // here that ACK's RTT sample cleared the back-off). Otherwise this window was reduced.
+        // when an ACK advanced snd_una since the last timeout (`icsk_retransmits` is 0).
+        // Otherwise this window was reduced already.
+        let new_recovery = matches!(self.state, CaState::Open | CaState::Disorder);
         let reduced = match self.state {
             CaState::Open | CaState::Disorder => false,
-            CaState::Loss => self.rtt.backed_off() && self.high_seq > self.snd_una,
+            CaState::Loss => self.timeouts_in_row > 0 && self.high_seq > self.snd_una,
             CaState::Recovery => self.high_seq > self.snd_una,
         };
+        // Linux tcp_timeout_mark_lost: the head and every segment not SACKed is lost, except
+        // (with RACK) those sent too recently to tell.
+        let (rack_on, rack) = (self.rack_on, &self.rack);
+        self.stats.lost_retransmits +=
+            self.sb.timeout_mark_lost(|i, seg| rack_on && i > 0 && rack.recently_sent(now, seg.sent_at));
         if !reduced {
+            let probe_out = self.tlp_high_seq.is_some() && self.tlp_retrans;
+            self.undo.init(self.snd_una, self.sb.retrans_out(), probe_out, self.current_ssthresh());
+            self.prior_cwnd = self.cwnd;
             self.ssthresh = self.cc.ssthresh_on_loss(self.cwnd);
         }
         self.cc.on_timeout();
@@ -849,11 +1137,11 @@ impl Sender {
         self.state = CaState::Loss;
         self.high_seq = self.snd_nxt;
         self.tlp_high_seq = None;
-        // Linux tcp_timeout_mark_lost: the head and every segment not SACKed is lost, except
-        // (with RACK) those sent too recently to tell.
-        let (rack_on, rack) = (self.rack_on, &self.rack);
-        self.stats.lost_retransmits +=
-            self.sb.timeout_mark_lost(|i, seg| rack_on && i > 0 && rack.recently_sent(now, seg.sent_at));
+        // F-RTO (RFC 5682 §3.1 step 1) for a timeout outside recovery, or one repeating
+        // without progress (§3.2).
+        self.frto = self.frto_on && (new_recovery || self.timeouts_in_row > 0);
+        self.frto_send_new = false;
+        self.timeouts_in_row += 1;
         if !self.cc.is_static() {
             self.cwnd = self.in_flight() + 1;
         }
@@ -888,7 +1176,7 @@ mod tests {
         s.write(0, 10_000);
         assert_eq!(send(&mut s, 0).len(), 10, "the initial window");
         // Everything but the first segment arrives: it is lost (sent before the SACKed ones).
-        s.on_ack(100 * US, 0, &[(1000, 10_000)], false);
+        s.on_ack(100 * US, 0, &[(1000, 10_000)], false, None);
         assert_eq!(s.state(), CaState::Recovery);
         s.write(100 * US, 2000);
         let tx = send(&mut s, 100 * US);
@@ -896,7 +1184,7 @@ mod tests {
         assert!(tx.contains(&(10_000, false)), "then new data as the window allows: {tx:?}");
         // The retransmission is lost too, and new data sent after it arrives: RACK declares the
         // retransmission lost and it goes out again, long before any timeout.
-        s.on_ack(200 * US, 0, &[(1000, 11_000)], false);
+        s.on_ack(200 * US, 0, &[(1000, 11_000)], false, None);
         assert_eq!(send(&mut s, 200 * US)[0], (0, true));
         assert_eq!((s.stats().retransmits, s.stats().timeouts), (2, 0));
         assert_eq!((s.stats().lost_retransmits, s.stats().recovery_fails), (1, 0), "Linux TCPLostRetransmit");
@@ -909,7 +1197,7 @@ mod tests {
         send(&mut s, 0);
         // Segments 2–8 are lost and 9 arrives: too few SACKs for the duplicate-ACK rule, so
         // RACK's reorder timer marks the hole lost, and recovery starts with one retransmission.
-        s.on_ack(100 * US, 2000, &[(9000, 10_000)], false);
+        s.on_ack(100 * US, 2000, &[(9000, 10_000)], false, None);
         let t = s.poll_timeout().expect("the reorder timer");
         s.on_timer(t);
         assert_eq!(s.state(), CaState::Recovery);
@@ -917,11 +1205,11 @@ mod tests {
         // An ACK that advances snd_una with no new loss lets PRR send one more than it
         // delivered (Linux ≥ 5.19, RFC 6937bis): two retransmissions, then two more.
         let t = t + 100 * US;
-        s.on_ack(t, 3000, &[(9000, 10_000)], false);
+        s.on_ack(t, 3000, &[(9000, 10_000)], false, None);
         assert_eq!(send(&mut s, t), [(3000, true), (4000, true)]);
-        s.on_ack(t + 10 * US, 4000, &[(9000, 10_000)], false);
+        s.on_ack(t + 10 * US, 4000, &[(9000, 10_000)], false, None);
         assert_eq!(send(&mut s, t + 10 * US), [(5000, true), (6000, true)]);
-        s.on_ack(t + 20 * US, 5000, &[(9000, 10_000)], false);
+        s.on_ack(t + 20 * US, 5000, &[(9000, 10_000)], false, None);
         assert_eq!(send(&mut s, t + 20 * US), [(7000, true), (8000, true)]);
         assert_eq!(s.in_flight(), 4, "the whole hole resent");
     }
@@ -931,10 +1219,10 @@ mod tests {
         let mut s = sender(false);
         s.write(0, 10_000);
         send(&mut s, 0);
-        s.on_ack(100 * US, 0, &[(1000, 10_000)], false);
+        s.on_ack(100 * US, 0, &[(1000, 10_000)], false, None);
         s.write(100 * US, 2000);
         assert_eq!(send(&mut s, 100 * US)[0], (0, true));
-        s.on_ack(200 * US, 0, &[(1000, 11_000)], false);
+        s.on_ack(200 * US, 0, &[(1000, 11_000)], false, None);
         assert!(!send(&mut s, 200 * US).contains(&(0, true)), "nothing marks it lost again");
         let rto = s.poll_timeout().expect("the retransmission timer is armed");
         s.on_timer(rto);
@@ -969,12 +1257,12 @@ mod tests {
         let ssthresh_after_timeout = s.ssthresh();
         // The head arrives: slow start, two retransmissions.
         let t = t + 100 * US;
-        s.on_ack(t, 1000, &[], false);
+        s.on_ack(t, 1000, &[], false, None);
         assert_eq!((s.state(), s.cwnd()), (CaState::Loss, 2));
         assert_eq!(send(&mut s, t), [(1000, true), (2000, true)]);
         // The first of them is lost, the second arrives: RACK finds the retransmission lost.
         let t = t + 100 * US;
-        s.on_ack(t, 1000, &[(2000, 3000)], false);
+        s.on_ack(t, 1000, &[(2000, 3000)], false, None);
         assert_eq!(s.state(), CaState::Recovery, "a lost retransmission ends the loss state");
         assert_eq!(s.stats().fast_recoveries, 1);
         assert_eq!(s.ssthresh(), 2, "from the window of 2, not the {ssthresh_after_timeout} the timeout left");
@@ -997,7 +1285,7 @@ mod tests {
         // The head arrives (snd_una advances), the window grows to 2, then both resent
         // segments are lost and the timer fires again: ssthresh from the window now.
         let t3 = t2 + 100 * US;
-        s.on_ack(t3, 1000, &[], false);
+        s.on_ack(t3, 1000, &[], false, None);
         assert_eq!(send(&mut s, t3).len(), 2);
         let t4 = s.poll_timeout().unwrap();
         s.on_timer(t4);
@@ -1023,7 +1311,7 @@ mod tests {
         assert_eq!(send(&mut s, t2), [(0, true)]);
         assert_eq!(s.stats().timeouts, 1);
         assert_eq!(s.rto(), 2 * first, "backed off");
-        s.on_ack(t2 + 100 * US, 1000, &[], false);
+        s.on_ack(t2 + 100 * US, 1000, &[], false, None);
         assert_eq!(s.rto(), first, "the timestamp echo of the retransmission is a valid sample");
     }
 
@@ -1041,7 +1329,7 @@ mod tests {
         assert_eq!((s.backoff(), s.rto()), (1, 2 * first));
         // Linux tcp_clean_rtx_queue: no RTT from a segment sent twice; tcp_ack_update_rtt then
         // has nothing to clear icsk_backoff with (crates/conform/scripts/rto-backoff.pkt).
-        s.on_ack(t + 100 * US, 1000, &[], false);
+        s.on_ack(t + 100 * US, 1000, &[], false, None);
         assert_eq!((s.backoff(), s.rto()), (1, 2 * first), "no sample: the back-off stays");
     }
 }
