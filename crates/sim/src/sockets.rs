@@ -433,7 +433,7 @@ impl<M: Copy> Sockets<M> {
             conn.wakeup[end.index()] = Nanos::MAX;
         }
         let e = &mut conn.ep[end.index()];
-        e.rcv.on_timer(now);
+        e.rcv.on_timer(now, e.snd.rto());
         e.snd.on_timer(now);
         self.pump(q, c, end);
     }
@@ -512,7 +512,7 @@ impl<M: Copy> Sockets<M> {
         ep.rcv.on_timestamp(p.start, p.tsval);
         ep.snd.on_ack(now, p.ack, &p.sack_blocks()[..p.nsack as usize], has_data, Some(p.tsecr));
         if has_data {
-            ep.rcv.on_segment(now, p.start, p.end());
+            ep.rcv.on_segment(now, p.start, p.end(), ep.snd.rtt_bounds());
         }
         Received { conn: conn.id, end, slot: p.slot, len: p.len }
     }

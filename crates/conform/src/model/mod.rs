@@ -272,7 +272,7 @@ impl Runner {
                 return;
             }
             c.snd.on_timer(due);
-            c.rcv.on_timer(due);
+            c.rcv.on_timer(due, c.snd.rto());
             self.pump(due);
         }
     }
@@ -399,7 +399,7 @@ impl Runner {
             c.snd.on_ack(at, ack, &sack_blocks(seg), seg.len > 0, ecr);
         }
         if seg.len > 0 {
-            c.rcv.on_segment(at, seg.start as u64 - 1, seg.end as u64 - 1);
+            c.rcv.on_segment(at, seg.start as u64 - 1, seg.end as u64 - 1, c.snd.rtt_bounds());
             c.last_len = seg.len;
         }
         if seg.flags.fin {

@@ -26,7 +26,7 @@ mod sender;
 pub mod tick;
 pub mod undo;
 
-pub use receiver::{AckUrgency, Receiver};
+pub use receiver::{AckUrgency, Receiver, RttBounds};
 pub use sender::{CaState, Sender, Transmission};
 
 use daqnet_core::scenario::{CongestionControl, TcpConfig, TickPhase};

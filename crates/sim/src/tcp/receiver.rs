@@ -15,6 +15,23 @@ pub enum AckUrgency {
     Now,
 }
 
+/// Linux `TCP_DELACK_MAX`, ns: the longest a delayed ACK waits once its timeout has grown.
+const DELACK_MAX_NS: Nanos = 200_000_000;
+
+/// Linux's `max_ato` in `tcp_send_delayed_ack` for a connection that is neither interactive nor
+/// sent a short segment (`HZ / 2`), ns.
+const DELACK_BULK_MAX_NS: Nanos = 500_000_000;
+
+/// What the delayed-ACK timeout reads of the connection's sending half: its smoothed RTT, if
+/// measured, and its retransmission timeout.
+#[derive(Debug, Clone, Copy)]
+pub struct RttBounds {
+    /// Smoothed RTT, ns.
+    pub srtt: Option<Nanos>,
+    /// Retransmission timeout, ns.
+    pub rto: Nanos,
+}
+
 /// The receiving half.
 #[derive(Debug, Clone)]
 pub struct Receiver {
@@ -31,6 +48,10 @@ pub struct Receiver {
     ts_recent: u32,
     urgency: AckUrgency,
     delack_at: Option<Nanos>,
+    /// The delayed-ACK timeout (Linux `icsk_ack.ato`): it starts at the setting (Linux
+    /// `TCP_ATO_MIN`), doubles when a delayed ACK's timer fires, and follows the gaps between
+    /// segments (`tcp_event_data_recv`); an RTT below the setting keeps what it adds unused.
+    ato: Nanos,
     quick: u32,
     mss: u32,
     sack: bool,
@@ -66,6 +87,7 @@ impl Receiver {
             ts_recent: 0,
             urgency: AckUrgency::None,
             delack_at: None,
+            ato: p.delayed_ack_ns,
             quick: p.quickack,
             mss: p.mss,
             sack: p.sack,
@@ -133,8 +155,9 @@ impl Receiver {
         }
     }
 
-    /// A segment carrying `[start, end)` arrived at `now`.
-    pub fn on_segment(&mut self, now: Nanos, start: u64, end: u64) {
+    /// A segment carrying `[start, end)` arrived at `now`; `rtt`: the connection's RTT as its
+    /// sending half measures it.
+    pub fn on_segment(&mut self, now: Nanos, start: u64, end: u64, rtt: RttBounds) {
         if end <= self.rcv_nxt || self.ooo.iter().any(|&(s, e)| s <= start && end <= e) {
             // A retransmission of data we have: acknowledge at once (Linux forces an ACK) and
             // report the duplicate.
@@ -159,7 +182,11 @@ impl Receiver {
         }
         let had_hole = !self.ooo.is_empty();
         // `tcp_event_data_recv` and its `tcp_measure_rcv_mss`.
-        self.lrcvtime = Some(self.tick.jiffies(now));
+        let jiffies = self.tick.jiffies(now);
+        if let Some(last) = self.lrcvtime {
+            self.follow_gap((jiffies - last) * self.tick.jiffy_ns(), rtt.rto);
+        }
+        self.lrcvtime = Some(jiffies);
         if end - start < self.mss as u64 {
             self.pushed = (self.pushed + 1).min(2);
         }
@@ -188,7 +215,7 @@ impl Receiver {
             self.urgency = AckUrgency::Now;
         } else if self.urgency == AckUrgency::None {
             self.urgency = AckUrgency::Delayed;
-            self.delack_at = Some(self.tick.fires_at(now, self.delack_ns));
+            self.delack_at = Some(self.tick.fires_at(now, self.delack_timeout(rtt.srtt)));
         }
     }
 
@@ -212,16 +239,46 @@ impl Receiver {
         }
     }
 
-    /// The delayed-ACK timer fired at `now`.
-    pub fn on_timer(&mut self, now: Nanos) {
+    /// The delayed-ACK timer fired at `now`; `rto`: the connection's retransmission timeout.
+    pub fn on_timer(&mut self, now: Nanos, rto: Nanos) {
         if self.delack_at.is_some_and(|d| d <= now) {
             self.delack_at = None;
             if self.urgency == AckUrgency::Delayed {
                 self.urgency = AckUrgency::Now;
-                // `tcp_delack_timer_handler`: a delayed ACK missed ends interactive mode.
-                self.interactive = false;
+                // `tcp_delack_timer_handler`: a delayed ACK missed ends interactive mode and
+                // resets the timeout; otherwise the timeout doubles, up to the RTO.
+                if self.interactive {
+                    self.interactive = false;
+                    self.ato = self.delack_ns;
+                } else {
+                    self.ato = (2 * self.ato).min(rto).max(self.delack_ns);
+                }
             }
         }
+    }
+
+    /// Linux `tcp_event_data_recv`: segments `gap` ns apart pull the delayed-ACK timeout
+    /// towards the gap (close ones back to the minimum), never above the RTO.
+    fn follow_gap(&mut self, gap: Nanos, rto: Nanos) {
+        if gap <= self.delack_ns / 2 {
+            self.ato = self.ato / 2 + self.delack_ns / 2;
+        } else if gap < self.ato {
+            self.ato = (self.ato / 2 + gap).min(rto).max(self.delack_ns);
+        }
+    }
+
+    /// Linux `tcp_send_delayed_ack`: the timeout, once grown, is bounded by the RTT (at least
+    /// the minimum), by 200 ms when interactive or after a short segment and 500 ms otherwise,
+    /// and by `TCP_DELACK_MAX`.
+    fn delack_timeout(&self, srtt: Option<Nanos>) -> Nanos {
+        if self.ato <= self.delack_ns {
+            return self.delack_ns;
+        }
+        let mut max_ato = if self.interactive || self.pushed > 0 { DELACK_MAX_NS } else { DELACK_BULK_MAX_NS };
+        if let Some(srtt) = srtt {
+            max_ato = max_ato.min(srtt.max(self.delack_ns));
+        }
+        self.ato.min(max_ato).min(DELACK_MAX_NS.max(self.delack_ns))
     }
 
     /// An ACK (pure or on a data segment) carrying [`Receiver::ack_fields`] was sent.
@@ -233,8 +290,11 @@ impl Receiver {
         self.delack_at = None;
     }
 
+    /// Linux `tcp_enter_quickack_mode`: ACK now, the next segments too, and the delayed-ACK
+    /// timeout back to its minimum.
     fn ack_now_quick(&mut self) {
         self.urgency = AckUrgency::Now;
+        self.ato = self.delack_ns;
         self.quick = self.quickack;
     }
 
@@ -260,6 +320,10 @@ mod tests {
     use super::*;
     use daqnet_core::scenario::TcpConfig;
 
+    /// A receiver that has sent nothing yet: no RTT, the initial RTO.
+    const NO_RTT: RttBounds = RttBounds { srtt: None, rto: SEC };
+    const SEC: Nanos = 1_000_000_000;
+
     fn fields(r: &Receiver) -> (u64, Vec<(u64, u64)>) {
         let mut b = [(0, 0); 3];
         let (ack, n) = r.ack_fields(&mut b);
@@ -270,24 +334,24 @@ mod tests {
     #[test]
     fn a_duplicate_segment_is_reported_first_as_a_dsack_once() {
         let mut r = rx(0);
-        r.on_segment(0, 0, 1000);
-        r.on_segment(1, 2000, 3000);
+        r.on_segment(0, 0, 1000, NO_RTT);
+        r.on_segment(1, 2000, 3000, NO_RTT);
         r.on_ack_sent();
-        r.on_segment(2, 0, 1000);
+        r.on_segment(2, 0, 1000, NO_RTT);
         assert_eq!(r.urgency(), AckUrgency::Now);
         assert_eq!(fields(&r), (1000, vec![(0, 1000), (2000, 3000)]), "below the ACK: a D-SACK");
         r.on_ack_sent();
         assert_eq!(fields(&r), (1000, vec![(2000, 3000)]), "reported once");
-        r.on_segment(3, 2000, 3000);
+        r.on_segment(3, 2000, 3000, NO_RTT);
         assert_eq!(fields(&r), (1000, vec![(2000, 3000), (2000, 3000)]), "inside a SACK block: a D-SACK");
     }
 
     #[test]
     fn a_partly_duplicate_segment_reports_its_old_part_and_delivers_the_rest() {
         let mut r = rx(1);
-        r.on_segment(0, 0, 2000);
+        r.on_segment(0, 0, 2000, NO_RTT);
         r.on_ack_sent();
-        r.on_segment(1, 1000, 3000);
+        r.on_segment(1, 1000, 3000, NO_RTT);
         assert_eq!(fields(&r), (3000, vec![(1000, 2000)]), "tcp_data_queue's partial packet");
         r.on_ack_sent();
         assert_eq!(fields(&r), (3000, vec![]));
@@ -301,10 +365,10 @@ mod tests {
     #[test]
     fn every_second_full_segment_is_acked_at_once() {
         let mut r = rx(0);
-        r.on_segment(0, 0, 1000);
+        r.on_segment(0, 0, 1000, NO_RTT);
         assert_eq!(r.urgency(), AckUrgency::Delayed);
         assert_eq!(r.poll_timeout(), Some(40_000_000));
-        r.on_segment(10, 1000, 2000);
+        r.on_segment(10, 1000, 2000, NO_RTT);
         assert_eq!(r.urgency(), AckUrgency::Now);
         r.on_ack_sent();
         assert_eq!(r.poll_timeout(), None);
@@ -314,26 +378,26 @@ mod tests {
     fn delayed_ack_timer_is_capped_below_min_rto() {
         let c = TcpConfig { min_rto_ns: 5_000_000, quickack_segments: 0, timer_hz: 0, ..Default::default() };
         let mut r = Receiver::new(&TcpParams::from_config(&c, 1000));
-        r.on_segment(0, 0, 1000);
+        r.on_segment(0, 0, 1000, NO_RTT);
         assert_eq!(r.poll_timeout(), Some(2_500_000));
     }
 
     #[test]
     fn out_of_order_data_is_sacked_most_recent_first_and_acked_now() {
         let mut r = rx(0);
-        r.on_segment(0, 0, 1000);
+        r.on_segment(0, 0, 1000, NO_RTT);
         r.on_ack_sent();
-        r.on_segment(1, 2000, 3000);
+        r.on_segment(1, 2000, 3000, NO_RTT);
         assert_eq!(r.urgency(), AckUrgency::Now);
         assert_eq!(fields(&r), (1000, vec![(2000, 3000)]));
         r.on_ack_sent();
-        r.on_segment(2, 4000, 5000);
-        r.on_segment(3, 3000, 4000);
+        r.on_segment(2, 4000, 5000, NO_RTT);
+        r.on_segment(3, 3000, 4000, NO_RTT);
         assert_eq!(fields(&r), (1000, vec![(2000, 5000)]), "adjacent blocks merge");
-        r.on_segment(4, 6000, 7000);
+        r.on_segment(4, 6000, 7000, NO_RTT);
         assert_eq!(fields(&r), (1000, vec![(6000, 7000), (2000, 5000)]));
         r.on_ack_sent();
-        r.on_segment(5, 1000, 2000);
+        r.on_segment(5, 1000, 2000, NO_RTT);
         assert_eq!(r.urgency(), AckUrgency::Now, "filling the hole is acknowledged at once");
         assert_eq!(fields(&r), (5000, vec![(6000, 7000)]));
     }
@@ -345,7 +409,7 @@ mod tests {
     fn after_a_reply(pingpong: bool, reply_at: Nanos) -> Receiver {
         let c = TcpConfig { pingpong, timer_hz: 0, ..Default::default() };
         let mut r = Receiver::new(&TcpParams::from_config(&c, 1000));
-        r.on_segment(0, 0, 300);
+        r.on_segment(0, 0, 300, NO_RTT);
         r.on_data_sent(reply_at);
         r.on_ack_sent();
         r
@@ -357,7 +421,7 @@ mod tests {
     #[test]
     fn a_reply_within_the_delayed_ack_time_makes_the_end_hold_a_short_segments_ack() {
         let mut r = after_a_reply(true, 39 * MS);
-        r.on_segment(50 * MS, 300, 600);
+        r.on_segment(50 * MS, 300, 600, NO_RTT);
         assert_eq!(r.urgency(), AckUrgency::Delayed, "no quick ACK while interactive");
         r.on_app_read(300);
         assert_eq!(r.urgency(), AckUrgency::Delayed, "held for the next data or the timer");
@@ -367,11 +431,11 @@ mod tests {
     #[test]
     fn a_reply_after_the_delayed_ack_time_leaves_the_end_as_it_was() {
         let mut r = after_a_reply(true, 41 * MS);
-        r.on_segment(50 * MS, 300, 600);
+        r.on_segment(50 * MS, 300, 600, NO_RTT);
         assert_eq!(r.urgency(), AckUrgency::Now, "still in quick-ACK mode");
         let mut off = after_a_reply(false, MS);
         off.quick = 0;
-        off.on_segment(50 * MS, 300, 600);
+        off.on_segment(50 * MS, 300, 600, NO_RTT);
         off.on_app_read(300);
         assert_eq!(off.urgency(), AckUrgency::Now, "without ping-pong mode: acknowledged when read");
     }
@@ -381,10 +445,10 @@ mod tests {
     #[test]
     fn two_short_segments_since_the_last_ack_are_acknowledged_when_read() {
         let mut r = after_a_reply(true, MS);
-        r.on_segment(2 * MS, 300, 600);
+        r.on_segment(2 * MS, 300, 600, NO_RTT);
         r.on_app_read(300);
         assert_eq!(r.urgency(), AckUrgency::Delayed);
-        r.on_segment(3 * MS, 600, 900);
+        r.on_segment(3 * MS, 600, 900, NO_RTT);
         r.on_app_read(300);
         assert_eq!(r.urgency(), AckUrgency::Now);
     }
@@ -395,15 +459,15 @@ mod tests {
     fn the_delayed_ack_timer_or_a_duplicate_segment_ends_interactive_mode() {
         for end_it in ["timer", "duplicate"] {
             let mut r = after_a_reply(true, MS);
-            r.on_segment(2 * MS, 300, 600);
+            r.on_segment(2 * MS, 300, 600, NO_RTT);
             match end_it {
-                "timer" => r.on_timer(42 * MS),
-                _ => r.on_segment(43 * MS, 0, 300),
+                "timer" => r.on_timer(42 * MS, SEC),
+                _ => r.on_segment(43 * MS, 0, 300, NO_RTT),
             }
             assert_eq!(r.urgency(), AckUrgency::Now, "{end_it}");
             r.on_ack_sent();
             r.quick = 0;
-            r.on_segment(44 * MS, 600, 900);
+            r.on_segment(44 * MS, 600, 900, NO_RTT);
             r.on_app_read(300);
             assert_eq!(r.urgency(), AckUrgency::Now, "{end_it}: no longer interactive");
         }
@@ -412,9 +476,32 @@ mod tests {
     #[test]
     fn short_last_segment_of_a_message_is_acked_when_read() {
         let mut r = rx(0);
-        r.on_segment(0, 0, 300);
+        r.on_segment(0, 0, 300, NO_RTT);
         assert_eq!(r.urgency(), AckUrgency::Delayed);
         r.on_app_read(300);
         assert_eq!(r.urgency(), AckUrgency::Now);
+    }
+    #[test]
+    fn a_missed_delayed_ack_doubles_the_timeout_up_to_the_rtt_bound() {
+        // Linux tcp_delack_timer_handler and tcp_send_delayed_ack: segments 100 ms apart on a
+        // path with a 100 ms RTT (crates/conform/scripts/delayed-ack-ato-grows.pkt).
+        let mut r = rx(0);
+        let path = RttBounds { srtt: Some(100 * MS), rto: 300 * MS };
+        r.on_segment(0, 0, 1000, path);
+        assert_eq!(r.poll_timeout(), Some(40 * MS), "the minimum first");
+        r.on_timer(40 * MS, path.rto);
+        r.on_ack_sent();
+        r.on_segment(100 * MS, 1000, 2000, path);
+        assert_eq!(r.poll_timeout(), Some(180 * MS), "doubled: 80 ms");
+        r.on_timer(180 * MS, path.rto);
+        r.on_ack_sent();
+        r.on_segment(300 * MS, 2000, 3000, path);
+        assert_eq!(r.poll_timeout(), Some(400 * MS), "160 ms, held to the RTT");
+        r.on_ack_sent();
+        // Segments close together pull it back towards the minimum.
+        r.on_segment(305 * MS, 3000, 4000, path);
+        r.on_ack_sent();
+        r.on_segment(310 * MS, 4000, 5000, path);
+        assert_eq!(r.poll_timeout(), Some(380 * MS), "5 ms gaps: 160 / 2 + 20 = 100, then 70");
     }
 }

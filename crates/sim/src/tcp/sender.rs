@@ -13,6 +13,7 @@
 
 use super::cc::{AckSample, Controller};
 use super::rack::Rack;
+use super::receiver::RttBounds;
 use super::reordering::Reordering;
 use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
@@ -283,6 +284,11 @@ impl Sender {
     /// Smoothed RTT, ns.
     pub fn srtt(&self) -> Option<Nanos> {
         self.rtt.srtt()
+    }
+
+    /// The RTT and RTO the receiving half of the same end bounds its delayed ACKs with.
+    pub fn rtt_bounds(&self) -> RttBounds {
+        RttBounds { srtt: self.rtt.srtt(), rto: self.rtt.rto() }
     }
 
     /// Deadline of the timer (retransmission, loss probe or RACK reordering), if armed.
@@ -1156,6 +1162,7 @@ mod tests {
     use daqnet_core::scenario::TcpConfig;
 
     const US: Nanos = 1_000;
+    const MS_NS: Nanos = 1_000_000;
 
     fn sender(rack: bool) -> Sender {
         let c = TcpConfig { rack, timer_hz: 0, ..Default::default() };
@@ -1331,5 +1338,86 @@ mod tests {
         // has nothing to clear icsk_backoff with (crates/conform/scripts/rto-backoff.pkt).
         s.on_ack(t + 100 * US, 1000, &[], false, None);
         assert_eq!((s.backoff(), s.rto()), (1, 2 * first), "no sample: the back-off stays");
+    }
+    fn sender_without_probes() -> Sender {
+        let c = TcpConfig { rack: true, tail_loss_probe: false, timer_hz: 0, ..Default::default() };
+        let mut s = Sender::new(&TcpParams::from_config(&c, 1000));
+        s.seed_rtt(100 * US);
+        s
+    }
+
+    #[test]
+    fn frto_sends_new_data_after_a_timeout_and_undoes_it_when_an_original_arrives() {
+        // RFC 5682, Linux tcp_process_loss (crates/conform/scripts/frto-spurious-rto.pkt).
+        let mut s = sender_without_probes();
+        s.write(0, 20_000);
+        assert_eq!(send(&mut s, 0).len(), 10);
+        let rto = s.poll_timeout().unwrap();
+        s.on_timer(rto);
+        assert_eq!(send(&mut s, rto), [(0, true)]);
+        let ssthresh_after_timeout = s.ssthresh();
+        // The head's ACK could be the retransmission's: new data, not retransmissions.
+        s.on_ack(rto + 100 * US, 1000, &[], false, None);
+        assert_eq!(send(&mut s, rto + 100 * US), [(10_000, false), (11_000, false)]);
+        assert_eq!(s.state(), CaState::Loss);
+        // Data sent once before the timeout arrives: the timeout was spurious.
+        s.on_ack(rto + 200 * US, 3000, &[], false, None);
+        assert_eq!(s.state(), CaState::Open);
+        assert!(s.ssthresh() > ssthresh_after_timeout, "ssthresh restored");
+        assert!(s.cwnd() >= 10, "the window before the timeout, {}", s.cwnd());
+        assert_eq!((s.stats().undos, s.stats().spurious_timeouts), (1, 1));
+        assert_eq!(s.scoreboard().lost_out(), 0);
+        assert!(send(&mut s, rto + 200 * US).iter().all(|&(_, r)| !r), "nothing resent");
+    }
+
+    #[test]
+    fn a_timeout_whose_new_data_is_sacked_alone_was_real_and_retransmission_goes_on() {
+        let mut s = sender_without_probes();
+        s.write(0, 20_000);
+        send(&mut s, 0);
+        let rto = s.poll_timeout().unwrap();
+        s.on_timer(rto);
+        send(&mut s, rto);
+        s.on_ack(rto + 100 * US, 1000, &[], false, None);
+        send(&mut s, rto + 100 * US);
+        s.on_ack(rto + 200 * US, 1000, &[(10_000, 11_000)], false, None);
+        assert_eq!(send(&mut s, rto + 200 * US)[0], (1000, true), "F-RTO step 3a: the loss was real");
+        assert_eq!((s.state(), s.stats().undos), (CaState::Loss, 0));
+    }
+
+    #[test]
+    fn a_dsack_of_every_retransmission_undoes_the_recovery() {
+        // Linux tcp_try_undo_dsack (crates/conform/scripts/undo-dsack.pkt).
+        let mut s = sender(true);
+        s.write(0, 10_000);
+        send(&mut s, 0);
+        s.on_ack(100 * US, 0, &[(1000, 4000)], false, None);
+        assert_eq!(s.state(), CaState::Recovery);
+        assert_eq!(send(&mut s, 100 * US), [(0, true)]);
+        s.on_ack(110 * US, 10_000, &[], false, None);
+        assert_eq!((s.state(), s.ssthresh()), (CaState::Open, 5), "recovery ended at NewReno's half, not undone");
+        s.on_ack(120 * US, 10_000, &[(0, 1000)], false, None);
+        assert_eq!((s.cwnd(), s.stats().undos), (10, 1), "the retransmission was a duplicate");
+        assert_eq!(s.ssthresh(), u32::MAX);
+    }
+
+    #[test]
+    fn an_echo_older_than_the_retransmission_undoes_the_recovery_as_it_ends() {
+        // Linux tcp_packet_delayed, tcp_try_undo_recovery (crates/conform/scripts/undo-timestamps.pkt).
+        let mut s = sender(true);
+        s.write(0, 10_000);
+        send(&mut s, 0);
+        s.on_ack(100 * US, 0, &[(1000, 4000)], false, Some(ts_ms(0)));
+        send(&mut s, 2 * MS_NS);
+        s.on_ack(3 * MS_NS, 10_000, &[], false, Some(ts_ms(0)));
+        assert_eq!((s.state(), s.stats().undos, s.ssthresh()), (CaState::Open, 1, u32::MAX));
+        // The same with the retransmission's own echo: no undo.
+        let mut s = sender(true);
+        s.write(0, 10_000);
+        send(&mut s, 0);
+        s.on_ack(100 * US, 0, &[(1000, 4000)], false, Some(ts_ms(0)));
+        send(&mut s, 2 * MS_NS);
+        s.on_ack(3 * MS_NS, 10_000, &[], false, Some(ts_ms(2 * MS_NS)));
+        assert_eq!((s.state(), s.stats().undos, s.ssthresh()), (CaState::Open, 0, 5));
     }
 }
