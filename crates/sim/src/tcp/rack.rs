@@ -20,11 +20,33 @@ pub struct Rack {
     advanced: bool,
     /// Smallest RTT seen on the connection, ns (`Nanos::MAX`: none yet).
     min_rtt: Nanos,
+    /// The reordering window in quarters of the minimum RTT (Linux `reo_wnd_steps`), widened by
+    /// one for each round in which D-SACKs showed a recovery was spurious.
+    reo_wnd_steps: u32,
+    /// A D-SACK arrived since the window was last adapted (Linux `rack.dsack_seen`).
+    dsack_seen: bool,
+    /// Segments delivered when the window was last widened (Linux `rack.last_delivered`).
+    last_delivered: u32,
+    /// Recoveries left before the window falls back to one step (Linux `reo_wnd_persist`).
+    reo_wnd_persist: u32,
 }
+
+/// Linux `TCP_RACK_RECOVERY_THRESH`: recoveries a widened window persists for.
+const RECOVERY_THRESH: u32 = 16;
 
 impl Default for Rack {
     fn default() -> Self {
-        Rack { xmit_ts: 0, end_seq: 0, rtt: 0, advanced: false, min_rtt: Nanos::MAX }
+        Rack {
+            xmit_ts: 0,
+            end_seq: 0,
+            rtt: 0,
+            advanced: false,
+            min_rtt: Nanos::MAX,
+            reo_wnd_steps: 1,
+            dsack_seen: false,
+            last_delivered: 0,
+            reo_wnd_persist: 0,
+        }
     }
 }
 
@@ -73,12 +95,49 @@ impl Rack {
 
     /// The reordering window, ns (Linux `tcp_rack_reo_wnd`). With no reordering seen: zero
     /// during recovery or once `reordering` segments are SACKed (be as quick as the
-    /// duplicate-ACK rule). Otherwise a quarter of the minimum RTT, at most the smoothed RTT.
+    /// duplicate-ACK rule). Otherwise a quarter of the minimum RTT per step, at most the
+    /// smoothed RTT.
     pub fn reo_wnd(&self, reord_seen: bool, in_recovery: bool, sacked_out: u32, reordering: u32, srtt: Nanos) -> Nanos {
         if !reord_seen && (in_recovery || sacked_out >= reordering) {
             return 0;
         }
-        self.min_rtt().map_or(0, |m| (m / 4).min(srtt))
+        self.min_rtt().map_or(0, |m| (m / 4 * Nanos::from(self.reo_wnd_steps)).min(srtt))
+    }
+
+    /// A D-SACK reported a spurious retransmission after reordering was seen (Linux
+    /// `tcp_dsack_seen`; not for a probe's duplicate, which no reordering caused).
+    pub fn on_dsack(&mut self) {
+        self.dsack_seen = true;
+    }
+
+    /// Linux `tcp_rack_update_reo_wnd`, once per ACK with a rate sample: `prior_delivered`, what
+    /// the connection had delivered when the newest segment this ACK delivered was sent, and
+    /// `delivered` now. A D-SACK widens the window by a step, at most once a round trip; the
+    /// window returns to one step once `RECOVERY_THRESH` recoveries have passed without one.
+    pub fn update_reo_wnd(&mut self, prior_delivered: u32, delivered: u32) {
+        if prior_delivered == 0 {
+            return;
+        }
+        if prior_delivered < self.last_delivered {
+            self.dsack_seen = false;
+        }
+        if std::mem::take(&mut self.dsack_seen) {
+            self.reo_wnd_steps = (self.reo_wnd_steps + 1).min(0xff);
+            self.last_delivered = delivered;
+            self.reo_wnd_persist = RECOVERY_THRESH;
+        } else if self.reo_wnd_persist == 0 {
+            self.reo_wnd_steps = 1;
+        }
+    }
+
+    /// A recovery ended without being undone (Linux `tcp_try_undo_recovery`).
+    pub fn on_recovery_kept(&mut self) {
+        self.reo_wnd_persist = self.reo_wnd_persist.saturating_sub(1);
+    }
+
+    /// D-SACKs undid a recovery (Linux `tcp_try_undo_dsack`).
+    pub fn on_dsack_undo(&mut self) {
+        self.reo_wnd_persist = (self.reo_wnd_persist + 1).min(RECOVERY_THRESH);
     }
 
     /// Whether a segment sent at `sent_at` ending at `end_seq` was sent before the most recently
@@ -132,5 +191,25 @@ mod tests {
         assert!(r.take_advanced());
         assert!(r.recently_sent(250, 200));
         assert!(!r.recently_sent(250, 100));
+    }
+    #[test]
+    fn a_dsack_widens_the_window_by_a_step_once_a_round_and_for_sixteen_recoveries() {
+        let mut r = Rack::default();
+        r.on_rtt(100);
+        assert_eq!(r.reo_wnd(true, false, 1, 3, 1000), 25);
+        r.on_dsack();
+        r.update_reo_wnd(0, 10);
+        assert_eq!(r.reo_wnd(true, false, 1, 3, 1000), 25, "no rate sample: not yet");
+        r.update_reo_wnd(5, 10);
+        assert_eq!(r.reo_wnd(true, false, 1, 3, 1000), 50, "two steps");
+        r.on_dsack();
+        r.update_reo_wnd(8, 12);
+        assert_eq!(r.reo_wnd(true, false, 1, 3, 1000), 50, "sent before the last widening: a round has not passed");
+        assert_eq!(r.reo_wnd(true, false, 1, 3, 40), 40, "at most the smoothed RTT");
+        for _ in 0..RECOVERY_THRESH {
+            r.on_recovery_kept();
+        }
+        r.update_reo_wnd(20, 30);
+        assert_eq!(r.reo_wnd(true, false, 1, 3, 1000), 25, "sixteen recoveries without one: back to one step");
     }
 }

@@ -35,6 +35,9 @@ pub struct Seg {
     pub end: u64,
     /// When it was last sent.
     pub sent_at: Nanos,
+    /// Segments the connection had delivered when it was last sent (Linux `tx.delivered`, read
+    /// by the rate sample's `prior_delivered`).
+    pub delivered: u32,
     marks: Marks,
 }
 
@@ -45,6 +48,9 @@ impl Seg {
         self.marks
     }
 }
+
+// Half a cache line: the queue is walked on every SACK.
+const _: () = assert!(std::mem::size_of::<Seg>() == 32);
 
 /// The retransmission queue with Linux's counters.
 #[derive(Debug, Clone)]
@@ -153,18 +159,18 @@ impl Scoreboard {
         self.rtx.is_empty()
     }
 
-    /// New data `[start, end)` went out at `now`.
+    /// New data `[start, end)` went out at `now`, `delivered` segments having been delivered.
     #[inline]
-    pub fn on_sent(&mut self, start: u64, end: u64, now: Nanos) {
+    pub fn on_sent(&mut self, start: u64, end: u64, now: Nanos, delivered: u32) {
         debug_assert!(self.rtx.back().is_none_or(|b| b.end == start), "segments are contiguous");
-        self.rtx.push_back(Seg { start, end, sent_at: now, marks: Marks::default() });
+        self.rtx.push_back(Seg { start, end, sent_at: now, delivered, marks: Marks::default() });
         self.check();
     }
 
     /// Retransmits the first lost segment whose retransmission is not in flight (Linux
     /// `tcp_xmit_retransmit_queue`), at `now`. Returns it.
     #[inline]
-    pub fn retransmit_next_lost(&mut self, now: Nanos) -> Option<Seg> {
+    pub fn retransmit_next_lost(&mut self, now: Nanos, delivered: u32) -> Option<Seg> {
         let seg = self.rtx.iter_mut().find(|s| s.marks.lost && !s.marks.retrans)?;
         if !seg.marks.ever_retrans {
             self.ever_retrans_out += 1;
@@ -172,6 +178,7 @@ impl Scoreboard {
         seg.marks.retrans = true;
         seg.marks.ever_retrans = true;
         seg.sent_at = now;
+        seg.delivered = delivered;
         self.retrans_out += 1;
         let seg = *seg;
         self.check();
@@ -180,13 +187,14 @@ impl Scoreboard {
 
     /// A tail-loss probe sends the last segment again at `now` (no retransmission is counted in
     /// flight for it). Returns it.
-    pub fn probe_last(&mut self, now: Nanos) -> Option<Seg> {
+    pub fn probe_last(&mut self, now: Nanos, delivered: u32) -> Option<Seg> {
         let seg = self.rtx.back_mut()?;
         if !seg.marks.ever_retrans {
             self.ever_retrans_out += 1;
         }
         seg.marks.ever_retrans = true;
         seg.sent_at = now;
+        seg.delivered = delivered;
         let seg = *seg;
         self.check();
         Some(seg)
@@ -432,7 +440,7 @@ mod tests {
     fn board(n: u64) -> Scoreboard {
         let mut b = Scoreboard::new(true);
         for i in 0..n {
-            b.on_sent(i * 10, i * 10 + 10, i);
+            b.on_sent(i * 10, i * 10 + 10, i, 0);
         }
         b
     }
@@ -442,7 +450,7 @@ mod tests {
         let mut b = board(4);
         b.mark_lost(1);
         assert!(b.has_lost_to_resend());
-        let r = b.retransmit_next_lost(100).unwrap();
+        let r = b.retransmit_next_lost(100, 0).unwrap();
         assert_eq!((r.start, r.sent_at), (10, 100));
         assert_eq!((b.lost_out(), b.retrans_out(), b.in_flight(true)), (1, 1, 4));
         assert_eq!(b.sack_block(10, 20, |_| {}), 1);
@@ -455,7 +463,7 @@ mod tests {
     fn a_timeout_finds_lost_retransmissions_and_spares_what_it_is_told() {
         let mut b = board(4);
         b.mark_lost(0);
-        b.retransmit_next_lost(50);
+        b.retransmit_next_lost(50, 0);
         b.sack_block(20, 30, |_| {});
         let found = b.timeout_mark_lost(|i, _| i == 3);
         assert_eq!(found, 1, "the head's retransmission was in flight");
@@ -466,7 +474,7 @@ mod tests {
     fn reno_counts_duplicate_acks_but_never_more_than_are_in_flight() {
         let mut b = Scoreboard::new(false);
         for i in 0..3 {
-            b.on_sent(i * 10, i * 10 + 10, 0);
+            b.on_sent(i * 10, i * 10 + 10, 0, 0);
         }
         b.reno_dupack();
         b.reno_dupack();
@@ -519,7 +527,7 @@ mod tests {
             let mut b = Scoreboard::new(true);
             let mut next = head;
             for len in sizes {
-                b.on_sent(next, next + len, 0);
+                b.on_sent(next, next + len, 0, 0);
                 next += len;
             }
             // A segment's start, a byte either side of it, and anywhere.
@@ -543,16 +551,16 @@ mod tests {
                 let n = b.len();
                 let pick = |k: u8| k as usize % n.max(1);
                 match op {
-                    Op::Send => { b.on_sent(next, next + 10, now); next += 10; }
+                    Op::Send => { b.on_sent(next, next + 10, now, 0); next += 10; }
                     Op::Ack(k) if n > 0 => { let end = b.seg(pick(k)).end; b.ack(end, |_| {}); }
                     Op::Sack(a, c) if n > 0 => {
                         let (i, j) = (pick(a).min(pick(c)), pick(a).max(pick(c)));
                         b.sack_block(b.seg(i).start, b.seg(j).end, |_| {});
                     }
                     Op::MarkLost(k) if n > 0 && !b.seg(pick(k)).marks().sacked => { b.mark_lost(pick(k)); }
-                    Op::Retransmit => { b.retransmit_next_lost(now); }
+                    Op::Retransmit => { b.retransmit_next_lost(now, 0); }
                     Op::RetransmissionLost(k) if n > 0 && b.seg(pick(k)).marks().retrans => b.retransmission_lost(pick(k)),
-                    Op::Probe => { b.probe_last(now); }
+                    Op::Probe => { b.probe_last(now, 0); }
                     Op::Timeout(k) => { b.timeout_mark_lost(|i, _| i > 0 && i % 3 == k as usize % 3); }
                     Op::LostBySack(t) => b.mark_lost_by_sack(t as u32),
                     _ => {}

@@ -85,6 +85,25 @@ struct Filled {
     head_resent: bool,
 }
 
+/// The most recently sent segment an ACK delivered (Linux `tcp_rate_skb_delivered` keeps its
+/// `tx.delivered` as the rate sample's `prior_delivered`).
+#[derive(Debug, Clone, Copy)]
+struct Newest {
+    sent_at: Nanos,
+    end: u64,
+    delivered: u32,
+}
+
+impl Newest {
+    /// `cur`, or `seg` if it was sent after it.
+    fn of(cur: Option<Newest>, seg: &super::scoreboard::Seg) -> Option<Newest> {
+        match cur {
+            Some(n) if (n.sent_at, n.end) >= (seg.sent_at, seg.end) => Some(n),
+            _ => Some(Newest { sent_at: seg.sent_at, end: seg.end, delivered: seg.delivered }),
+        }
+    }
+}
+
 /// What SACK blocks newly acknowledged.
 #[derive(Debug, Default)]
 struct SackTags {
@@ -92,6 +111,8 @@ struct SackTags {
     newly_sacked: u32,
     /// One of them was sent once, before `high_seq` (Linux `FLAG_ORIG_SACK_ACKED`).
     orig_sacked: bool,
+    /// The most recently sent of them: when, its end, and what was delivered when it was sent.
+    newest: Option<Newest>,
     /// Earliest and latest send time of those sent once (Linux `first_sackt`, `last_sackt`).
     first_sackt: Option<Nanos>,
     last_sackt: Nanos,
@@ -153,6 +174,9 @@ pub struct Sender {
     frto_send_new: bool,
     /// Timeouts since `snd_una` last advanced (Linux `icsk_retransmits`).
     timeouts_in_row: u32,
+    /// Segments delivered, acknowledged or SACKed, over the connection (Linux `tp->delivered`,
+    /// wrapping).
+    delivered: u32,
     undo: Undo,
 }
 
@@ -245,6 +269,7 @@ impl Sender {
             frto: false,
             frto_send_new: false,
             timeouts_in_row: 0,
+            delivered: 0,
             undo: Undo::default(),
         }
     }
@@ -407,7 +432,7 @@ impl Sender {
                 break;
             }
             let tx = if has_lost {
-                let seg = self.sb.retransmit_next_lost(now).expect("a lost segment waits");
+                let seg = self.sb.retransmit_next_lost(now, self.delivered).expect("a lost segment waits");
                 f.head_resent |= seg.start == self.snd_una;
                 self.stats.retransmits += 1;
                 self.undo.on_retransmit(ts_ms(now));
@@ -429,7 +454,7 @@ impl Sender {
     fn send_new(&mut self, now: Nanos, mss_now: u32) -> Transmission {
         let len = (self.write_seq - self.snd_nxt).min(mss_now as u64);
         let (start, end) = (self.snd_nxt, self.snd_nxt + len);
-        self.sb.on_sent(start, end, now);
+        self.sb.on_sent(start, end, now, self.delivered);
         self.snd_nxt = end;
         Transmission { start, end, retransmit: false }
     }
@@ -494,7 +519,7 @@ impl Sender {
             out.push(tx);
             self.tlp_retrans = false;
         } else {
-            let seg = self.sb.probe_last(now).expect("packets out");
+            let seg = self.sb.probe_last(now, self.delivered).expect("packets out");
             self.stats.retransmits += 1;
             self.tlp_retrans = true;
             out.push(Transmission { start: seg.start, end: seg.end, retransmit: true });
@@ -548,8 +573,9 @@ impl Sender {
         let prior_fack = self.fack();
         let lost_before = self.sb.lost();
         let dsack = self.sack && self.check_dsack(ack, sacks);
-        let SackTags { mut newly_sacked, orig_sacked, first_sackt, last_sackt } =
+        let SackTags { mut newly_sacked, orig_sacked, newest: newest_sacked, first_sackt, last_sackt } =
             if self.sack { self.sacktag(now, sacks) } else { SackTags::default() };
+        let mut newest = newest_sacked;
         // Linux `tcp_clean_rtx_queue`: the lowest segment sent once that this ACK delivers
         // below a segment SACKed before it — reordering, not loss.
         let mut reord = u64::MAX;
@@ -574,6 +600,7 @@ impl Sender {
             if !m.sacked {
                 acked_unsacked += 1;
                 rack.on_delivered(now, seg.sent_at, seg.end, m.ever_retrans);
+                newest = Newest::of(newest, seg);
             }
             last_sent = last_sent.max(seg.sent_at);
         });
@@ -600,6 +627,10 @@ impl Sender {
         } else {
             newly_sacked
         };
+        self.delivered = self.delivered.wrapping_add(delivered);
+        if let Some(n) = newest.filter(|_| self.sack) {
+            self.rack.update_reo_wnd(n.delivered, self.delivered);
+        }
         // Linux tcp_ack_update_rtt: a sample from segments sent once (Karn's rule), else from
         // newly SACKed ones, else — if timestamps are on — the echo of the segment that made the
         // receiver ACK, which for a retransmission is the retransmission. Without timestamps an
@@ -663,7 +694,10 @@ impl Sender {
         let dsack = e <= ack || sacks[1..].iter().any(|&(s2, e2)| s2 <= s && e <= e2);
         if dsack && s < e {
             let segs = (e - s).div_ceil(self.mss as u64).max(1) as u32;
-            self.undo.on_dsack(e, segs, self.stats.retransmits);
+            let probe_dup = segs == 1 && e - s <= u64::from(self.mss) && self.tlp_high_seq == Some(e);
+            if self.undo.on_dsack(e, segs, self.stats.retransmits) && self.reordering.seen() > 0 && !probe_dup {
+                self.rack.on_dsack();
+            }
         }
         dsack
     }
@@ -691,6 +725,7 @@ impl Sender {
                     tags.orig_sacked |= seg.end <= high_seq;
                 }
                 rack.on_delivered(now, seg.sent_at, seg.end, ever_retrans);
+                tags.newest = Newest::of(tags.newest, seg);
             });
         }
         self.highest_sack = highest;
@@ -752,9 +787,7 @@ impl Sender {
                 if f.una_advanced && self.try_undo_partial(f) {
                     return false;
                 }
-                if self.undo.all_dsacked() {
-                    self.undo_cwnd_reduction(false);
-                    self.stats.undos += 1;
+                if self.try_undo_dsack() {
                     self.try_to_open();
                 }
                 let armed = self.identify_loss(now, f.una_advanced);
@@ -784,9 +817,8 @@ impl Sender {
     /// The default case of Linux `tcp_fastretrans_alert`: undo on D-SACKs, find losses, and
     /// enter recovery if any is found (`tcp_time_to_recover`), else stay open or in disorder.
     fn open_or_recover(&mut self, now: Nanos, f: &AckFlags) -> bool {
-        if matches!(self.state, CaState::Open | CaState::Disorder) && self.undo.all_dsacked() {
-            self.undo_cwnd_reduction(false);
-            self.stats.undos += 1;
+        if matches!(self.state, CaState::Open | CaState::Disorder) {
+            self.try_undo_dsack();
         }
         let armed = self.identify_loss(now, f.una_advanced);
         if self.time_to_recover() {
@@ -795,6 +827,18 @@ impl Sender {
             self.try_to_open();
         }
         armed
+    }
+
+    /// Linux `tcp_try_undo_dsack`: every retransmission of the episode came back as a
+    /// duplicate, so the reduction is undone (and RACK's widened window kept longer).
+    fn try_undo_dsack(&mut self) -> bool {
+        if !self.undo.all_dsacked() {
+            return false;
+        }
+        self.rack.on_dsack_undo();
+        self.undo_cwnd_reduction(false);
+        self.stats.undos += 1;
+        true
     }
 
     /// Linux `tcp_identify_packet_loss`: RACK or the duplicate-ACK threshold with SACK;
@@ -890,6 +934,8 @@ impl Sender {
         if undone {
             self.undo_cwnd_reduction(false);
             self.stats.undos += 1;
+        } else {
+            self.rack.on_recovery_kept();
         }
         self.state = CaState::Open;
         undone
