@@ -93,6 +93,13 @@ impl Runner {
             "tcpi_reord_seen" => i64::from(s.reordering().seen()),
             "tcpi_rto" => us(s.rto()),
             "tcpi_rtt" => us(s.srtt()?),
+            "tcpi_min_rtt" => us(s.min_rtt()?),
+            // The handshake counts one delivery in Linux (tcp_rcv_state_process, tcp_ack).
+            "tcpi_delivered" => i64::from(s.delivered()) + 1,
+            "tcpi_dsack_dups" => s.dsack_dups() as i64,
+            "tcpi_retransmits" => i64::from(s.timeouts_in_row()),
+            "tcpi_snd_mss" => i64::from(self.mss),
+            "tcpi_state" if self.conn.as_ref()?.fin.is_none() => 1, // TCP_ESTABLISHED
             _ => return None,
         })
     }

@@ -311,6 +311,27 @@ impl Sender {
         self.rtt.srtt()
     }
 
+    /// Segments delivered over the connection, D-SACKed duplicates included (Linux
+    /// `tp->delivered` without the handshake's).
+    pub fn delivered(&self) -> u32 {
+        self.delivered
+    }
+
+    /// Timeouts since `snd_una` last advanced (`tcpi_retransmits`).
+    pub fn timeouts_in_row(&self) -> u32 {
+        self.timeouts_in_row
+    }
+
+    /// Segments the receiver reported as duplicates (`tcpi_dsack_dups`).
+    pub fn dsack_dups(&self) -> u64 {
+        self.undo.dsack_dups()
+    }
+
+    /// Smallest RTT measured, ns (`tcpi_min_rtt`).
+    pub fn min_rtt(&self) -> Option<Nanos> {
+        self.rack.min_rtt()
+    }
+
     /// The RTT and RTO the receiving half of the same end bounds its delayed ACKs with.
     pub fn rtt_bounds(&self) -> RttBounds {
         RttBounds { srtt: self.rtt.srtt(), rto: self.rtt.rto() }
@@ -695,8 +716,12 @@ impl Sender {
         if dsack && s < e {
             let segs = (e - s).div_ceil(self.mss as u64).max(1) as u32;
             let probe_dup = segs == 1 && e - s <= u64::from(self.mss) && self.tlp_high_seq == Some(e);
-            if self.undo.on_dsack(e, segs, self.stats.retransmits) && self.reordering.seen() > 0 && !probe_dup {
-                self.rack.on_dsack();
+            if self.undo.on_dsack(e, segs, self.stats.retransmits) {
+                // Linux tcp_dsack_seen: a spurious retransmission is delivered too.
+                self.delivered = self.delivered.wrapping_add(segs);
+                if self.reordering.seen() > 0 && !probe_dup {
+                    self.rack.on_dsack();
+                }
             }
         }
         dsack

@@ -77,6 +77,11 @@ impl Undo {
         true
     }
 
+    /// Segments the receiver reported as duplicates, ever (Linux `dsack_dups`).
+    pub fn dsack_dups(&self) -> u64 {
+        self.dsack_dups
+    }
+
     /// Linux `tcp_packet_delayed`: the ACK's timestamp echo `ecr` predates the first
     /// retransmission, so the original segment arrived. Without a retransmission stamp nothing
     /// was resent (Linux: `true`, except without SACK once `high_seq` is acknowledged —
