@@ -104,6 +104,27 @@ impl Newest {
     }
 }
 
+/// What a cumulative acknowledgement removed from the queue ([`Sender::clean_rtx_queue`]).
+#[derive(Debug, Default)]
+struct Cleaned {
+    /// Segments acknowledged.
+    acked: u32,
+    /// Of them, those not SACKed before (delivered by this ACK).
+    acked_unsacked: u32,
+    /// Earliest and latest send time of those sent once and not SACKed (Linux `first_ackt`,
+    /// `last_ackt`).
+    first_ackt: Option<Nanos>,
+    last_ackt: Nanos,
+    /// Latest send time of any of them.
+    last_sent: Nanos,
+    /// One of them had been retransmitted (Karn's rule: no RTT sample from it).
+    retrans_acked: bool,
+    /// One was sent once, before `high_seq` (Linux `FLAG_ORIG_SACK_ACKED`).
+    orig_acked: bool,
+    /// The most recently sent segment this ACK delivered, SACK blocks included.
+    newest: Option<Newest>,
+}
+
 /// What SACK blocks newly acknowledged.
 #[derive(Debug, Default)]
 struct SackTags {
@@ -596,39 +617,9 @@ impl Sender {
         let dsack = self.sack && self.check_dsack(ack, sacks);
         let SackTags { mut newly_sacked, orig_sacked, newest: newest_sacked, first_sackt, last_sackt } =
             if self.sack { self.sacktag(now, sacks) } else { SackTags::default() };
-        let mut newest = newest_sacked;
-        // Linux `tcp_clean_rtx_queue`: the lowest segment sent once that this ACK delivers
-        // below a segment SACKed before it — reordering, not loss.
-        let mut reord = u64::MAX;
-        let rack = &mut self.rack;
-        let (mut first_ackt, mut last_ackt) = (None, 0);
-        let mut last_sent = 0;
-        let mut retrans_acked = false;
-        let mut acked_unsacked = 0;
-        let mut orig_acked = false;
-        let high_seq = self.high_seq;
         let reno_dupacks_before = if self.sack { 0 } else { self.sb.sacked_out() };
-        let acked = self.sb.ack(ack, |seg| {
-            let m = seg.marks();
-            if m.ever_retrans {
-                retrans_acked = true;
-            } else if !m.sacked {
-                first_ackt = first_ackt.or(Some(seg.sent_at));
-                last_ackt = seg.sent_at;
-                reord = reord.min(seg.start);
-                orig_acked |= seg.end <= high_seq;
-            }
-            if !m.sacked {
-                acked_unsacked += 1;
-                rack.on_delivered(now, seg.sent_at, seg.end, m.ever_retrans);
-                newest = Newest::of(newest, seg);
-            }
-            last_sent = last_sent.max(seg.sent_at);
-        });
-        self.snd_una = ack;
-        if self.sack && reord < prior_fack {
-            self.reordering.check(reord, self.fack(), self.mss);
-        }
+        let Cleaned { acked, acked_unsacked, first_ackt, last_ackt, last_sent, retrans_acked, orig_acked, newest } =
+            self.clean_rtx_queue(now, ack, prior_fack, newest_sacked);
         let una_advanced = ack > prior_una;
         if una_advanced {
             self.timeouts_in_row = 0;
@@ -703,6 +694,38 @@ impl Sender {
         if una_advanced && !reorder_armed && !self.schedule_loss_probe(now, true) {
             self.rearm_rto(now);
         }
+    }
+
+    /// Linux `tcp_clean_rtx_queue`: removes what `ack` acknowledges cumulatively, tells RACK of
+    /// each segment newly delivered, and checks for reordering (the lowest segment sent once
+    /// that this ACK delivers below one SACKed before it, `prior_fack`, arrived out of order).
+    /// `newest`: the most recently sent segment the SACK blocks delivered.
+    fn clean_rtx_queue(&mut self, now: Nanos, ack: u64, prior_fack: u64, newest: Option<Newest>) -> Cleaned {
+        let mut c = Cleaned { newest, ..Cleaned::default() };
+        let mut reord = u64::MAX;
+        let (rack, high_seq) = (&mut self.rack, self.high_seq);
+        c.acked = self.sb.ack(ack, |seg| {
+            let m = seg.marks();
+            if m.ever_retrans {
+                c.retrans_acked = true;
+            } else if !m.sacked {
+                c.first_ackt = c.first_ackt.or(Some(seg.sent_at));
+                c.last_ackt = seg.sent_at;
+                reord = reord.min(seg.start);
+                c.orig_acked |= seg.end <= high_seq;
+            }
+            if !m.sacked {
+                c.acked_unsacked += 1;
+                rack.on_delivered(now, seg.sent_at, seg.end, m.ever_retrans);
+                c.newest = Newest::of(c.newest, seg);
+            }
+            c.last_sent = c.last_sent.max(seg.sent_at);
+        });
+        self.snd_una = ack;
+        if self.sack && reord < prior_fack {
+            self.reordering.check(reord, self.fack(), self.mss);
+        }
+        c
     }
 
     /// Linux `tcp_check_dsack`: whether the first SACK block reports a duplicate (below the
