@@ -113,11 +113,6 @@ impl Undo {
         self.marker = None;
         std::mem::take(&mut self.prior_ssthresh)
     }
-
-    /// A congestion signal that must not be undone (Linux zeroes `prior_ssthresh`).
-    pub fn forbid(&mut self) {
-        self.prior_ssthresh = 0;
-    }
 }
 
 #[cfg(test)]
