@@ -885,7 +885,6 @@ impl Sender {
         }
         self.rack.on_dsack_undo();
         self.undo_cwnd_reduction(false);
-        self.stats.undos += 1;
         true
     }
 
@@ -966,7 +965,6 @@ impl Sender {
             return false;
         }
         self.undo_cwnd_reduction(true);
-        self.stats.undos += 1;
         self.stats.spurious_timeouts += u64::from(frto_undo);
         self.timeouts_in_row = 0;
         if frto_undo || self.sack {
@@ -981,7 +979,6 @@ impl Sender {
         let undone = self.undo.may_undo(ecr, self.reno_reopen_held());
         if undone {
             self.undo_cwnd_reduction(false);
-            self.stats.undos += 1;
         } else {
             self.rack.on_recovery_kept();
         }
@@ -1008,7 +1005,6 @@ impl Sender {
             self.undo.clear_stamp();
         }
         self.undo_cwnd_reduction(true);
-        self.stats.undos += 1;
         self.try_to_open();
         false
     }
@@ -1022,8 +1018,9 @@ impl Sender {
 
     /// Linux `tcp_undo_cwnd_reduction`: the window and ssthresh as they were before the
     /// episode (Reno's and CUBIC's `undo_cwnd`: the larger of the window now and before);
-    /// `unmark_loss` also forgets which segments were thought lost.
+    /// `unmark_loss` also forgets which segments were thought lost. Counted in `undos`.
     fn undo_cwnd_reduction(&mut self, unmark_loss: bool) {
+        self.stats.undos += 1;
         if unmark_loss {
             self.sb.unmark_lost();
         }
@@ -1045,6 +1042,13 @@ impl Sender {
         }
     }
 
+    /// Linux `tcp_init_undo` (with the `prior_ssthresh` its callers set): a reduction begins,
+    /// with the retransmissions and any probe's already in flight.
+    fn init_undo(&mut self) {
+        let probe_out = self.tlp_high_seq.is_some() && self.tlp_retrans;
+        self.undo.init(self.snd_una, self.sb.retrans_out(), probe_out, self.current_ssthresh());
+    }
+
     /// Linux `tcp_current_ssthresh`: what undo may restore — ssthresh during a reduction, else
     /// at least three quarters of the window.
     fn current_ssthresh(&self) -> u32 {
@@ -1059,8 +1063,7 @@ impl Sender {
     /// reduction, `tcp_in_cwnd_reduction`), so ssthresh is taken from the window now.
     fn enter_recovery(&mut self) {
         self.stats.fast_recoveries += 1;
-        let probe_out = self.tlp_high_seq.is_some() && self.tlp_retrans;
-        self.undo.init(self.snd_una, self.sb.retrans_out(), probe_out, self.current_ssthresh());
+        self.init_undo();
         self.prior_cwnd = self.cwnd;
         self.prr_delivered = 0;
         self.prr_out = 0;
@@ -1227,8 +1230,7 @@ impl Sender {
         self.stats.lost_retransmits +=
             self.sb.timeout_mark_lost(|i, seg| rack_on && i > 0 && rack.recently_sent(now, seg.sent_at));
         if !reduced {
-            let probe_out = self.tlp_high_seq.is_some() && self.tlp_retrans;
-            self.undo.init(self.snd_una, self.sb.retrans_out(), probe_out, self.current_ssthresh());
+            self.init_undo();
             self.prior_cwnd = self.cwnd;
             self.ssthresh = self.cc.ssthresh_on_loss(self.cwnd);
         }
@@ -1440,15 +1442,22 @@ mod tests {
         s
     }
 
+    /// A first flight of ten with ten more segments to send, no ACK: the timeout resends the
+    /// head. Returns when it fired.
+    fn timeout_with_more_to_send(s: &mut Sender) -> Nanos {
+        s.write(0, 20_000);
+        assert_eq!(send(s, 0).len(), 10);
+        let rto = s.poll_timeout().unwrap();
+        s.on_timer(rto);
+        assert_eq!(send(s, rto), [(0, true)]);
+        rto
+    }
+
     #[test]
     fn frto_sends_new_data_after_a_timeout_and_undoes_it_when_an_original_arrives() {
         // RFC 5682, Linux tcp_process_loss (crates/conform/scripts/frto-spurious-rto.pkt).
         let mut s = sender_without_probes();
-        s.write(0, 20_000);
-        assert_eq!(send(&mut s, 0).len(), 10);
-        let rto = s.poll_timeout().unwrap();
-        s.on_timer(rto);
-        assert_eq!(send(&mut s, rto), [(0, true)]);
+        let rto = timeout_with_more_to_send(&mut s);
         let ssthresh_after_timeout = s.ssthresh();
         // The head's ACK could be the retransmission's: new data, not retransmissions.
         s.on_ack(rto + 100 * US, 1000, &[], false, None);
@@ -1467,11 +1476,7 @@ mod tests {
     #[test]
     fn a_timeout_whose_new_data_is_sacked_alone_was_real_and_retransmission_goes_on() {
         let mut s = sender_without_probes();
-        s.write(0, 20_000);
-        send(&mut s, 0);
-        let rto = s.poll_timeout().unwrap();
-        s.on_timer(rto);
-        send(&mut s, rto);
+        let rto = timeout_with_more_to_send(&mut s);
         s.on_ack(rto + 100 * US, 1000, &[], false, None);
         send(&mut s, rto + 100 * US);
         s.on_ack(rto + 200 * US, 1000, &[(10_000, 11_000)], false, None);
@@ -1498,20 +1503,17 @@ mod tests {
     #[test]
     fn an_echo_older_than_the_retransmission_undoes_the_recovery_as_it_ends() {
         // Linux tcp_packet_delayed, tcp_try_undo_recovery (crates/conform/scripts/undo-timestamps.pkt).
-        let mut s = sender(true);
-        s.write(0, 10_000);
-        send(&mut s, 0);
-        s.on_ack(100 * US, 0, &[(1000, 4000)], false, Some(ts_ms(0)));
-        send(&mut s, 2 * MS_NS);
-        s.on_ack(3 * MS_NS, 10_000, &[], false, Some(ts_ms(0)));
-        assert_eq!((s.state(), s.stats().undos, s.ssthresh()), (CaState::Open, 1, u32::MAX));
-        // The same with the retransmission's own echo: no undo.
-        let mut s = sender(true);
-        s.write(0, 10_000);
-        send(&mut s, 0);
-        s.on_ack(100 * US, 0, &[(1000, 4000)], false, Some(ts_ms(0)));
-        send(&mut s, 2 * MS_NS);
-        s.on_ack(3 * MS_NS, 10_000, &[], false, Some(ts_ms(2 * MS_NS)));
-        assert_eq!((s.state(), s.stats().undos, s.ssthresh()), (CaState::Open, 0, 5));
+        // Recovery resends the head at 2 ms; the ACK ending it echoes `ecr`.
+        let recovery_ended_by = |ecr: u32| {
+            let mut s = sender(true);
+            s.write(0, 10_000);
+            send(&mut s, 0);
+            s.on_ack(100 * US, 0, &[(1000, 4000)], false, Some(ts_ms(0)));
+            send(&mut s, 2 * MS_NS);
+            s.on_ack(3 * MS_NS, 10_000, &[], false, Some(ecr));
+            (s.state(), s.stats().undos, s.ssthresh())
+        };
+        assert_eq!(recovery_ended_by(ts_ms(0)), (CaState::Open, 1, u32::MAX), "the original's echo");
+        assert_eq!(recovery_ended_by(ts_ms(2 * MS_NS)), (CaState::Open, 0, 5), "the retransmission's own echo");
     }
 }
