@@ -27,6 +27,8 @@ pub enum Stream {
     Verdict = 6,
     /// Where a host's kernel ticks fall (the simulator's TCP timers, `tick_phase = "per_host"`).
     TickPhase = 7,
+    /// A switch port's RED marking draws (`[network.ecn]`, `marking = "red"`).
+    Marking = 8,
 }
 
 /// SplitMix64 finaliser: a bijective 64-bit mixer (also used to hash connections onto paths).

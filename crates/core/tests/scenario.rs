@@ -1,6 +1,8 @@
 //! Scenario loading: defaults, overrides, and errors that name file, field and value.
 
-use daqnet_core::scenario::{parse_str, BufferConfig, Credits, Policy, Rate, Topology, DEFAULT_SCENARIO_TOML};
+use daqnet_core::scenario::{
+    parse_str, BufferConfig, Credits, EcnMarking, Policy, Rate, Topology, DEFAULT_SCENARIO_TOML,
+};
 use daqnet_core::Scenario;
 
 fn err(text: &str, sets: &[&str]) -> String {
@@ -246,4 +248,26 @@ fn a_polling_cycle_needs_a_burst_and_an_edge_bus_a_buffer_for_a_frame() {
     assert!(e.contains("field `network.switch.daqring.poll_cycle_ns`: is 100000 ns, but burst_frames is 0"), "{e}");
     let e = err(star, &["network.edge.bus_bps=8G", "network.edge.nic_buffer_bytes=1kB"]);
     assert!(e.contains("field `network.edge.nic_buffer_bytes`: is 1000; must hold at least one full frame"), "{e}");
+}
+
+#[test]
+fn ecn_marking_is_checked_by_name_and_dctcp_always_uses_ecn() {
+    let e = err("[network.ecn]\nmarking = \"step\"\n", &[]);
+    assert!(e.contains("needs one of `threshold_bytes` and `threshold_packets`"), "{e}");
+    let e = err("[network.ecn]\nmarking = \"step\"\nthreshold_bytes = 1\nthreshold_packets = 2\n", &[]);
+    assert!(e.contains("needs one of"), "both: {e}");
+    let e = err("[network.ecn]\nmarking = \"step\"\nthreshold_bytes = 1\nmax_probability = 0.1\n", &[]);
+    assert!(e.contains("does not take `max_probability`; it takes threshold_bytes, threshold_packets"), "{e}");
+    let e = err(
+        "[network.ecn]\nmarking = \"red\"\nmin_bytes = \"30kB\"\nmax_bytes = \"20kB\"\nmax_probability = 1.5\n",
+        &[],
+    );
+    assert!(e.contains("network.ecn.max_bytes") && e.contains("network.ecn.max_probability"), "{e}");
+    let e = err("[network.ecn]\nmarking = \"wred\"\n", &[]);
+    assert!(e.contains("step") && e.contains("red"), "the markings are listed: {e}");
+    let s = parse_str("[network.ecn]\nmarking = \"step\"\nthreshold_bytes = \"30kB\"\n", "my.toml", &[]).unwrap();
+    assert_eq!(s.network.ecn, Some(EcnMarking::Step { threshold_bytes: Some(30_000), threshold_packets: None }));
+    let s = parse_str("", "my.toml", &["network.tcp.congestion_control=dctcp".to_string()]).unwrap();
+    assert!(s.network.tcp.uses_ecn() && !s.network.tcp.ecn);
+    assert!(!s.to_toml().contains("ecn = false"), "off, ECN leaves the resolved scenario as it was");
 }

@@ -101,7 +101,7 @@ impl<'a> World<'a> for EventBuilderWorld<'a> {
         let seed = scenario.run.seed;
         let total = scenario.run.warmup_events + scenario.run.events;
         let layout = scenario.layout();
-        let network = Network::new(NetworkPlan::build(net, layout.readout_units(), layout.nodes()));
+        let network = Network::new(NetworkPlan::build(net, layout.readout_units(), layout.nodes()), seed);
         let params = TcpParams::from_config(&net.tcp, net.mss_bytes());
         // Node-major, as Layout::conn numbers them.
         let pairs =

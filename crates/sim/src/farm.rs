@@ -97,7 +97,7 @@ impl<'a> World<'a> for FarmWorld<'a> {
         let hosts = std::iter::once(("sfc".to_string(), farm.sfc_link_bps))
             .chain((0..n).map(|w| (WorkerId(w).host(), farm.worker_link_bps)))
             .collect();
-        let network = Network::new(NetworkPlan::of_hosts(net, hosts));
+        let network = Network::new(NetworkPlan::of_hosts(net, hosts), scenario.run.seed);
         let params = TcpParams::from_config(&net.tcp, net.mss_bytes());
         let sockets = Sockets::new(network, &params, scenario.run.seed, (0..n).map(|w| (w + 1, 0)));
         let capacity = (farm.implementation == Implementation::V1).then_some(farm.event_queue_events as usize);

@@ -12,6 +12,7 @@ use crate::net::port::{offer, Admission, Port};
 use crate::net::wire::{frame_bytes, sack_option_bytes};
 use crate::net::{Network, Vertex};
 use crate::prefetch::prefetch;
+use crate::tcp::ecn::EcnBits;
 use crate::tcp::undo::ts_ms;
 use crate::tcp::{AckUrgency, Endpoint, Sender, TcpParams, Transmission};
 use daqnet_core::report::{PortStats, RunReport, SimWork, SwitchStats, TcpCounters};
@@ -136,6 +137,8 @@ struct Packet {
     from: End,
     core: u8,
     nsack: u8,
+    /// ECN: its codepoint and TCP flags.
+    ecn: EcnBits,
 }
 
 const _: () = assert!(std::mem::size_of::<Packet>() == 64, "a packet is copied at every hop");
@@ -273,6 +276,8 @@ pub struct Sockets<M> {
     capture: Option<Capture>,
     /// Pure ACKs that repeated their end's previous acknowledgement number.
     dup_acks: u64,
+    /// Data segments that reached their host marked CE.
+    ce_received: u64,
 }
 
 impl<M: Copy> Sockets<M> {
@@ -305,6 +310,7 @@ impl<M: Copy> Sockets<M> {
             drops: Vec::new(),
             capture: None,
             dup_acks: 0,
+            ce_received: 0,
         }
     }
 
@@ -510,9 +516,11 @@ impl<M: Copy> Sockets<M> {
         let conn = &mut self.conns[p.slot.index()];
         let ep = &mut conn.ep[end.index()];
         ep.rcv.on_timestamp(p.start, p.tsval);
-        ep.snd.on_ack(now, p.ack, &p.sack_blocks()[..p.nsack as usize], has_data, Some(p.tsecr));
+        let sacks = &p.sack_blocks()[..p.nsack as usize];
+        ep.snd.on_ack_ecn(now, p.ack, sacks, has_data, Some(p.tsecr), p.ecn.ece());
         if has_data {
-            ep.rcv.on_segment(now, p.start, p.end(), ep.snd.rtt_bounds());
+            self.ce_received += u64::from(p.ecn.ce());
+            ep.rcv.on_data(now, p.start, p.end(), p.ecn, ep.snd.rtt_bounds());
         }
         Received { conn: conn.id, end, slot: p.slot, len: p.len }
     }
@@ -546,20 +554,23 @@ impl<M: Copy> Sockets<M> {
         let now = q.now();
         let mut txbuf = std::mem::take(&mut self.txbuf);
         txbuf.clear();
+        if let Some((ack, ece)) = self.conns[c.index()].ep[end.index()].rcv.take_prior_ack() {
+            self.emit_prior_ack(q, c, end, ack, ece);
+        }
         {
             let ep = &mut self.conns[c.index()].ep[end.index()];
             let mss_now = self.mss - sack_option_bytes(ep.rcv.sack_blocks());
             ep.snd.transmit(now, mss_now, &mut txbuf);
         }
         for tx in &txbuf {
-            self.emit(q, c, end, tx.start, tx.end, tx.retransmit);
+            self.emit(q, c, end, tx);
         }
         self.txbuf = txbuf;
         let ep = &self.conns[c.index()].ep[end.index()];
         if ep.rcv.urgency() == AckUrgency::Now {
             // A pure ACK carries the next sequence number, as on the wire (captures show it).
             let nxt = ep.snd.snd_nxt();
-            self.emit(q, c, end, nxt, nxt, false);
+            self.emit(q, c, end, &Transmission { start: nxt, end: nxt, retransmit: false, cwr: false });
         }
         let conn = &mut self.conns[c.index()];
         if let Some(d) = conn.ep[end.index()].poll_timeout() {
@@ -570,13 +581,16 @@ impl<M: Copy> Sockets<M> {
         }
     }
 
-    /// Puts one segment of `end` of `c` on its host's link: data `[start, end)` (empty for a
-    /// pure ACK), carrying the endpoint's current acknowledgement.
-    fn emit<A>(&mut self, q: &mut EventQueue<Ev<A>>, c: Slot, from: End, start: u64, end: u64, retransmit: bool) {
+    /// Puts one segment of `end` of `c` on its host's link: the data of `tx` (empty for a pure
+    /// ACK), carrying the endpoint's current acknowledgement and ECN bits (Linux
+    /// `tcp_ecn_send`).
+    fn emit<A>(&mut self, q: &mut EventQueue<Ev<A>>, c: Slot, from: End, tx: &Transmission) {
+        let (start, end, retransmit) = (tx.start, tx.end, tx.retransmit);
         let conn = &mut self.conns[c.index()];
         let ep = &mut conn.ep[from.index()];
         let mut sack = [(0u64, 0u64); 3];
         let (ack, nsack) = ep.rcv.ack_fields(&mut sack);
+        let ecn = EcnBits::new(ep.snd.ect(end > start && !retransmit), ep.rcv.ece(), tx.cwr);
         ep.rcv.on_ack_sent();
         let (src, dst) = (conn.hosts[from.index()], conn.hosts[from.peer().index()]);
         if end == start && conn.last_ack[from.index()] == ack {
@@ -605,16 +619,52 @@ impl<M: Copy> Sockets<M> {
             start,
             ack,
             sack: SackOffsets::new(ack, &sack[..nsack]),
+            ecn,
         };
         self.packets += 1;
         self.forward(q, self.net.nic(src, pkt.core as u32), pkt);
     }
 
-    fn forward<A>(&mut self, q: &mut EventQueue<Ev<A>>, port: u32, pkt: Packet) {
+    /// DCTCP's ACK of what arrived before a change of CE state (`ack`, with that state's
+    /// `ece`), sent before the ACK of the segment that changed it; the receiver's delayed-ACK
+    /// state is left as it is.
+    fn emit_prior_ack<A>(&mut self, q: &mut EventQueue<Ev<A>>, c: Slot, from: End, ack: u64, ece: bool) {
+        let conn = &mut self.conns[c.index()];
+        let ep = &conn.ep[from.index()];
+        let mut sack = [(0u64, 0u64); 3];
+        let (_, nsack) = ep.rcv.ack_fields(&mut sack);
+        let nxt = ep.snd.snd_nxt();
+        if conn.last_ack[from.index()] == ack {
+            self.dup_acks += 1;
+        }
+        conn.last_ack[from.index()] = ack;
+        let pkt = Packet {
+            slot: c,
+            from,
+            core: conn.core[from.index()],
+            nsack: nsack as u8,
+            tsval: ts_ms(q.now()),
+            tsecr: ep.rcv.ts_recent(),
+            dst: conn.hosts[from.peer().index()],
+            len: 0,
+            start: nxt,
+            ack,
+            sack: SackOffsets::new(ack, &sack[..nsack]),
+            ecn: EcnBits::new(ep.snd.ect(false), ece, false),
+        };
+        self.packets += 1;
+        let src = conn.hosts[from.index()];
+        self.forward(q, self.net.nic(src, pkt.core as u32), pkt);
+    }
+
+    fn forward<A>(&mut self, q: &mut EventQueue<Ev<A>>, port: u32, mut pkt: Packet) {
         let now = q.now();
         let frame = frame_bytes(pkt.len, pkt.nsack as usize);
         match offer(&mut self.net.ports, &mut self.net.pools, port, now, frame) {
             Admission::Sent { arrival_ns } => {
+                if pkt.ecn.ect() && self.net.ports[port as usize].mark_admitted(frame) {
+                    pkt.ecn = pkt.ecn.marked();
+                }
                 if let Some(c) = self.capture.as_mut().filter(|c| c.index[port as usize] != u32::MAX) {
                     let conn = &self.conns[pkt.slot.index()];
                     c.frames.push(CapturedFrame {
@@ -652,14 +702,34 @@ impl<M: Copy> Sockets<M> {
             tcp += ep.snd.stats();
         }
         tcp.dup_acks = self.dup_acks;
+        tcp.ce_received = self.ce_received;
+        let alphas: Vec<u32> = self
+            .conns
+            .iter()
+            .flat_map(|c| &c.ep)
+            .filter(|e| e.snd.snd_nxt() > 0)
+            .filter_map(|e| e.snd.alpha())
+            .collect();
+        report.dctcp_alpha =
+            (!alphas.is_empty()).then(|| alphas.iter().map(|&a| a as f64 / 1024.0).sum::<f64>() / alphas.len() as f64);
         report.tcp = tcp;
         report.tcp_source = "model".into();
         let stats = |ports: Vec<&Port>| {
             let ports: Vec<PortStats> = ports
                 .into_iter()
-                .map(|p| PortStats { name: p.name.clone(), drops: p.drops, peak_bytes: p.peak_bytes, frames: p.frames })
+                .map(|p| PortStats {
+                    name: p.name.clone(),
+                    drops: p.drops,
+                    peak_bytes: p.peak_bytes,
+                    frames: p.frames,
+                    marks: p.marks,
+                })
                 .collect();
-            SwitchStats { drops: ports.iter().map(|p| p.drops).sum(), ports }
+            SwitchStats {
+                drops: ports.iter().map(|p| p.drops).sum(),
+                marks: ports.iter().map(|p| p.marks).sum(),
+                ports,
+            }
         };
         let f = &self.net;
         report.switch = stats(f.ports.iter().filter(|p| p.on_switch).collect());

@@ -345,6 +345,13 @@ fn unsupported_settings(sc: &Scenario, id: &str, hosts: u32) -> (Problems, Probl
             format!("is {}; a route's rto_min is a whole number of ms (at least 1 ms)", n.tcp.min_rto_ns),
         ));
     }
+    if n.ecn.is_some() {
+        late.push(("network.ecn".into(), "is set; the testbed does not mark ECN yet (the simulator does)".into()));
+    }
+    if n.tcp.uses_ecn() {
+        let field = if n.tcp.ecn { "network.tcp.ecn" } else { "network.tcp.congestion_control" };
+        late.push((field.into(), "uses ECN; the testbed does not negotiate ECN yet (the simulator does)".into()));
+    }
     if hosts > MAX_BRIDGE_PORTS {
         let s = &sc.system;
         late.push(match &sc.farm {
@@ -422,6 +429,8 @@ impl TestbedPlan {
             CongestionControl::Cubic => "cubic",
             // Linux has none: daqnet's own, a BPF program holding the window at initcwnd.
             CongestionControl::Static => crate::static_cc::NAME,
+            // Refused by `unsupported_settings`.
+            CongestionControl::Dctcp => "dctcp",
         };
         TestbedPlan {
             id: id.to_string(),

@@ -151,7 +151,7 @@ fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow:
         add_ovs_drops(f, &mut ports, &ovs_drops);
     }
     ports.extend(egress.into_iter().flatten());
-    report.switch = SwitchStats { drops: ports.iter().map(|p| p.drops).sum(), ports };
+    report.switch = SwitchStats { drops: ports.iter().map(|p| p.drops).sum(), marks: 0, ports };
     report.hosts = hosts;
     report.tcp = TcpCounters::default();
     for h in &report.hosts {
@@ -279,6 +279,7 @@ impl SoftSwitch {
                 drops: q.stats.drops,
                 peak_bytes: q.stats.peak_bytes,
                 frames: q.stats.frames,
+                marks: 0,
             })
             .collect())
     }
@@ -367,7 +368,13 @@ impl Sampler {
                             .zip(&peak)
                             .map(|(((_, name), &ix), &peak_bytes)| {
                                 let q = of(ix);
-                                PortStats { name: name.clone(), drops: q.drops, peak_bytes, frames: q.packets }
+                                PortStats {
+                                    name: name.clone(),
+                                    drops: q.drops,
+                                    peak_bytes,
+                                    frames: q.packets,
+                                    marks: 0,
+                                }
                             })
                             .collect();
                         let traced = trace.map(|t| (t.ports.iter().map(|&p| ports[p].1.clone()).collect(), samples));
@@ -406,7 +413,8 @@ fn host_stats(plan: &TestbedPlan) -> anyhow::Result<(Vec<Option<PortStats>>, Vec
                 let q = QdiscReader::open()?.root_qdiscs()?.into_iter().find(|q| q.ifindex == ix).unwrap_or_default();
                 Ok((q, netns::counters()?))
             })?;
-            let port = egress.map(|(_, name)| PortStats { name, drops: q.drops, peak_bytes: 0, frames: q.packets });
+            let port =
+                egress.map(|(_, name)| PortStats { name, drops: q.drops, peak_bytes: 0, frames: q.packets, marks: 0 });
             let get = |k: &str| c.get(k).copied().unwrap_or(0);
             // Linux counts every retransmission timeout in TCPTimeouts (TCPSackRecoveryFail,
             // TCPLossFailures and the like break the same timeouts down by connection state).
@@ -427,6 +435,10 @@ fn host_stats(plan: &TestbedPlan) -> anyhow::Result<(Vec<Option<PortStats>>, Vec
                         .map(|k| get(&format!("TcpExt{k}")))
                         .sum(),
                     spurious_timeouts: get("TcpExtTCPSpuriousRTOs"),
+                    ce_received: get("IpExtInCEPkts"),
+                    delivered_ce: get("TcpExtTCPDeliveredCE"),
+                    // Linux counts no window reductions for ECN.
+                    ecn_reductions: 0,
                 },
                 counters: c.into_iter().filter(|(k, v)| *v > 0 && k.starts_with("Tcp")).collect(),
             };

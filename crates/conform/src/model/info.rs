@@ -78,6 +78,7 @@ impl Runner {
             "tcpi_ca_state" => match s.state() {
                 CaState::Open => 0,
                 CaState::Disorder => 1,
+                CaState::Cwr => 2,
                 CaState::Recovery => 3,
                 CaState::Loss => 4,
             },

@@ -83,6 +83,18 @@ pub struct TcpCounters {
     /// before the timeout had arrived.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub spurious_timeouts: u64,
+    /// Data segments that reached their receiver marked Congestion Experienced (Linux
+    /// `IpExtInCEPkts`, counted at the receiving hosts).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ce_received: u64,
+    /// Segments acknowledged or SACKed by ACKs that carried an ECN echo (Linux
+    /// `TCPDeliveredCE`): the marks as the senders learned of them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delivered_ce: u64,
+    /// (sim only; Linux has no such counter) Window reductions an ECN echo started (the CWR
+    /// state entered), at most one per window of data.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ecn_reductions: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -100,6 +112,9 @@ impl std::ops::AddAssign<&TcpCounters> for TcpCounters {
         self.dup_acks += o.dup_acks;
         self.undos += o.undos;
         self.spurious_timeouts += o.spurious_timeouts;
+        self.ce_received += o.ce_received;
+        self.delivered_ce += o.delivered_ce;
+        self.ecn_reductions += o.ecn_reductions;
     }
 }
 
@@ -115,6 +130,9 @@ pub struct PortStats {
     /// Frames sent.
     #[serde(default)]
     pub frames: u64,
+    /// ECN-capable frames it marked Congestion Experienced.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub marks: u64,
 }
 
 /// Switch counters.
@@ -122,6 +140,9 @@ pub struct PortStats {
 pub struct SwitchStats {
     /// Frames dropped in all switches.
     pub drops: u64,
+    /// Frames marked Congestion Experienced in all switches (`[network.ecn]`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub marks: u64,
     /// Per output port.
     pub ports: Vec<PortStats>,
 }
@@ -159,6 +180,10 @@ pub struct RunReport {
     pub tcp_source: String,
     /// Switch drops and occupancy (whole run, warm-up included).
     pub switch: SwitchStats,
+    /// (sim, DCTCP) The senders' α at the end of the run, mean over those that sent data: the
+    /// share of their data the network marked lately, as they estimate it (0 to 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dctcp_alpha: Option<f64>,
     /// (sim, with `[network.edge]`) The edge hosts' receive path: drops in their NICs' buffers
     /// and their occupancy, per host (`node3 nic`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

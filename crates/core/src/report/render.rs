@@ -40,6 +40,23 @@ impl RunReport {
         }
     }
 
+    /// The ECN line of the summary: marks at the switches, as the receivers got them and as
+    /// the senders learned of them, the reductions they made, and DCTCP's α.
+    fn ecn_row(&self) -> String {
+        let t = &self.tcp;
+        let mut s = format!(
+            "{} marks at switches, {} CE segments received, {} segments echoed",
+            self.switch.marks, t.ce_received, t.delivered_ce
+        );
+        if t.ecn_reductions > 0 {
+            s += &format!(", {} window reductions", t.ecn_reductions);
+        }
+        if let Some(a) = self.dctcp_alpha {
+            s += &format!(", DCTCP α {a:.3}");
+        }
+        s
+    }
+
     /// Each fault on one line: when, which role (and who noticed), why, the events it lost.
     pub fn fault_lines(&self) -> Vec<String> {
         let line = |f: &FaultRecord| {
@@ -125,6 +142,9 @@ impl RunReport {
             Some(_) => "0".to_string(),
         };
         t.row("switch drops", switch);
+        if self.switch.marks > 0 || self.tcp.delivered_ce > 0 {
+            t.row("ecn", self.ecn_row());
+        }
         if let Some(e) = &self.edge {
             // Shown with no drops too: the fullest NIC says how close the bus came.
             t.row("edge NIC drops", e.summary().unwrap_or_else(|| "0".into()));

@@ -82,8 +82,12 @@ buffer = { scheme = "deep", port_bytes = "1.5GB" }
 # readout_uplinks = 2        # planes a readout unit reaches (default: all), likewise rack_uplinks
 # leaf = { kind = "bridge", buffer = { scheme = "dedicated", port_bytes = "4MB" } }   # also spine, rack
 
+# [network.ecn]              # ECN marking at every switch output port (default: none)
+# marking = "step"           # "step": mark a frame that finds more than K queued (DCTCP); "red": a ramp
+# threshold_bytes = "30kB"   # K (or threshold_packets); red takes min_bytes, max_bytes, max_probability
+
 [network.tcp]
-congestion_control = "newreno"   # newreno | cubic | static
+congestion_control = "newreno"   # newreno | cubic | static | dctcp (DCTCP always uses ECN)
 static_cwnd_segments = 2         # the window when congestion_control = "static"
 initial_cwnd_segments = 10
 sack = true                      # SACK-based recovery (false: NewReno, RFC 6582)
@@ -100,6 +104,7 @@ slow_start_after_idle = true
 rack = true                      # RACK loss detection, also of lost retransmissions (needs sack)
 tail_loss_probe = true           # probe a silent tail after 2 SRTT instead of waiting for the RTO
 frto = true                      # F-RTO: new data after a timeout tells whether it was spurious
+ecn = false                      # RFC 3168 ECN: a CE mark (from [network.ecn]) shrinks the window once per window
 timer_hz = 1000                  # TCP timers tick like Linux CONFIG_HZ (Debian/Ubuntu: 250; 0 = exact)
 tick_phase = "per_host"          # per_host | shared: each host ticks at its own phase, or all at the same instants
 

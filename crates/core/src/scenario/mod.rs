@@ -217,6 +217,10 @@ pub struct Network {
     /// see [`EdgeHost`]. Default: none, hosts take frames at line rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edge: Option<EdgeHost>,
+    /// ECN marking at every switch output port (simulator; see [`EcnMarking`]). Default: none,
+    /// a full buffer drops and nothing is marked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn: Option<EcnMarking>,
     /// `star` only: the single switch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub switch: Option<SwitchConfig>,
@@ -379,6 +383,34 @@ pub enum BufferConfig {
     },
 }
 
+/// `[network.ecn]`: how a switch output port marks ECN-capable frames with Congestion
+/// Experienced (RFC 3168) instead of waiting for its buffer to overflow. The queue a frame finds
+/// on arrival decides (the instantaneous queue, as DCTCP's switches; RFC 8257 §3.1); frames that
+/// are not ECN-capable pass unmarked, and are dropped only when the buffer is full, as before.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "marking", rename_all = "snake_case", try_from = "raw::RawEcn")]
+pub enum EcnMarking {
+    /// DCTCP's step: mark every frame that finds more than a threshold K queued ahead of it.
+    Step {
+        /// K in bytes (frames, header to FCS), or
+        #[serde(skip_serializing_if = "Option::is_none")]
+        threshold_bytes: Option<u64>,
+        /// K in frames: exactly one of the two.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        threshold_packets: Option<u32>,
+    },
+    /// RED's ramp on the instantaneous queue: no mark below `min_bytes`, a mark with probability
+    /// rising linearly to `max_probability` at `max_bytes`, every frame above it.
+    Red {
+        /// Below this many bytes queued, no mark.
+        min_bytes: u64,
+        /// At and above this many bytes queued, every frame is marked.
+        max_bytes: u64,
+        /// Probability of a mark just below `max_bytes`, in (0, 1].
+        max_probability: f64,
+    },
+}
+
 /// Congestion control algorithm of the simulated TCP senders.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -390,6 +422,10 @@ pub enum CongestionControl {
     Cubic,
     /// A fixed congestion window of `static_cwnd_segments`, never changed ([DAQ-NETS]'s remedy).
     Static,
+    /// DCTCP (RFC 8257, as Linux `tcp_dctcp`): Reno's growth; on ECN echoes the window shrinks
+    /// once per window by α/2, α the fraction of marked data (g = 1/16); on loss it halves.
+    /// It negotiates ECN whatever `ecn` says, and its receivers echo every CE change at once.
+    Dctcp,
 }
 
 /// Where each host's kernel ticks fall, for TCP timers that tick (`timer_hz` > 0).
@@ -468,6 +504,13 @@ pub struct TcpConfig {
     /// if the next ACK shows data sent before the timeout arrived, the timeout was spurious and
     /// the window reduction is undone (`tcp_process_loss`).
     pub frto: bool,
+    /// ECN (RFC 3168, Linux `tcp_ecn = 1` at both ends): new data is sent ECN-capable; a
+    /// receiver that gets a CE mark sets ECE on its ACKs until a segment with CWR arrives; the
+    /// sender then reduces its window once per window of data, as for a loss but without
+    /// retransmitting (the CWR state). Off by default; `congestion_control = "dctcp"` uses ECN
+    /// whatever this says. Marks come from `[network.ecn]`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub ecn: bool,
     /// Tick rate of the senders' and receivers' TCP timers, in Hz (Linux `CONFIG_HZ`: 1000 on
     /// Red Hat-like kernels, 250 on Debian and Ubuntu). Linux arms the retransmission, probe,
     /// reordering and delayed-ACK timers in whole ticks and fires them on a later tick (its
@@ -601,6 +644,7 @@ impl Default for Network {
             host_delay_ns: 40_000,
             host_burst_ns: 0,
             edge: None,
+            ecn: None,
             switch: None,
             readout_switch: None,
             rack_switch: None,
@@ -655,6 +699,13 @@ impl Network {
     }
 }
 
+impl TcpConfig {
+    /// Whether connections negotiate ECN: `ecn`, or DCTCP (which always does).
+    pub fn uses_ecn(&self) -> bool {
+        self.ecn || self.congestion_control == CongestionControl::Dctcp
+    }
+}
+
 impl Default for TcpConfig {
     fn default() -> Self {
         TcpConfig {
@@ -675,6 +726,7 @@ impl Default for TcpConfig {
             rack: true,
             tail_loss_probe: true,
             frto: true,
+            ecn: false,
             timer_hz: 1000,
             tick_phase: TickPhase::PerHost,
         }

@@ -2,7 +2,7 @@
 //! that a bad value is reported at its own field (`network.switch.buffer.port_bytes`), not at
 //! the section, and a field the chosen variant does not take is named with what it does take.
 
-use super::{BufferConfig, FragmentSize};
+use super::{BufferConfig, EcnMarking, FragmentSize};
 use crate::units::{de_bytes, de_bytes_u32};
 use serde::{Deserialize, Deserializer};
 
@@ -132,6 +132,62 @@ impl TryFrom<RawFragmentSize> for FragmentSize {
                     event_sigma: need(r.event_sigma, w, "event_sigma")?,
                     fragment_sd_bytes: need(r.fragment_sd_bytes, w, "fragment_sd_bytes")?,
                     min_bytes: r.min_bytes.unwrap_or(1),
+                }
+            }
+        })
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Marking {
+    Step,
+    Red,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawEcn {
+    marking: Marking,
+    #[serde(default, deserialize_with = "some_bytes")]
+    threshold_bytes: Option<u64>,
+    #[serde(default)]
+    threshold_packets: Option<u32>,
+    #[serde(default, deserialize_with = "some_bytes")]
+    min_bytes: Option<u64>,
+    #[serde(default, deserialize_with = "some_bytes")]
+    max_bytes: Option<u64>,
+    #[serde(default)]
+    max_probability: Option<f64>,
+}
+
+impl TryFrom<RawEcn> for EcnMarking {
+    type Error = String;
+
+    fn try_from(r: RawEcn) -> Result<Self, String> {
+        let given = [
+            ("threshold_bytes", r.threshold_bytes.is_some()),
+            ("threshold_packets", r.threshold_packets.is_some()),
+            ("min_bytes", r.min_bytes.is_some()),
+            ("max_bytes", r.max_bytes.is_some()),
+            ("max_probability", r.max_probability.is_some()),
+        ];
+        Ok(match r.marking {
+            Marking::Step => {
+                let w = "marking = \"step\"";
+                only(w, &given, &["threshold_bytes", "threshold_packets"])?;
+                if r.threshold_bytes.is_some() == r.threshold_packets.is_some() {
+                    return Err(format!("{w} needs one of `threshold_bytes` and `threshold_packets` (DCTCP's K)"));
+                }
+                EcnMarking::Step { threshold_bytes: r.threshold_bytes, threshold_packets: r.threshold_packets }
+            }
+            Marking::Red => {
+                let w = "marking = \"red\"";
+                only(w, &given, &["min_bytes", "max_bytes", "max_probability"])?;
+                EcnMarking::Red {
+                    min_bytes: need(r.min_bytes, w, "min_bytes")?,
+                    max_bytes: need(r.max_bytes, w, "max_bytes")?,
+                    max_probability: need(r.max_probability, w, "max_probability")?,
                 }
             }
         })

@@ -1,8 +1,8 @@
 //! Semantic checks of a scenario: each problem names the field, its value and what is allowed.
 
 use super::{
-    BufferConfig, Credits, Dispatch, Farm, FragmentSize, FromBuilder, Implementation, Network, ParallelLeafSpine, Pipe,
-    PipeScheduler, Rate, Scenario, SwitchConfig, System, Topology,
+    BufferConfig, Credits, Dispatch, EcnMarking, Farm, FragmentSize, FromBuilder, Implementation, Network,
+    ParallelLeafSpine, Pipe, PipeScheduler, Rate, Scenario, SwitchConfig, System, Topology,
 };
 
 type Problems = Vec<(String, String)>;
@@ -219,6 +219,9 @@ impl Scenario {
             format!("is {}; must be ≥ network.tcp.min_rto_ns ({})", t.initial_rto_ns, t.min_rto_ns),
         );
         positive(&mut p, "network.tcp.delayed_ack_ns", t.delayed_ack_ns);
+        if let Some(m) = &n.ecn {
+            validate_marking(&mut p, m);
+        }
 
         let r = &self.run;
         positive(&mut p, "run.events", r.events);
@@ -545,4 +548,31 @@ fn validate_pipe(p: &mut Problems, pipe: &Pipe, sc: &Scenario) {
         "is 2, which splits a full-duplex event-building node's two units; here each node has one kind of work"
             .to_string(),
     );
+}
+
+fn validate_marking(p: &mut Problems, m: &EcnMarking) {
+    match *m {
+        EcnMarking::Step { threshold_bytes, threshold_packets } => {
+            if let Some(k) = threshold_bytes {
+                positive(p, "network.ecn.threshold_bytes", k);
+            }
+            if let Some(k) = threshold_packets {
+                positive(p, "network.ecn.threshold_packets", k as u64);
+            }
+        }
+        EcnMarking::Red { min_bytes, max_bytes, max_probability } => {
+            need(
+                p,
+                min_bytes < max_bytes,
+                "network.ecn.max_bytes",
+                format!("is {max_bytes}; must be above network.ecn.min_bytes ({min_bytes})"),
+            );
+            need(
+                p,
+                max_probability > 0.0 && max_probability <= 1.0,
+                "network.ecn.max_probability",
+                format!("is {max_probability}; must be in (0, 1]"),
+            );
+        }
+    }
 }

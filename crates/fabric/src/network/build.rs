@@ -6,7 +6,9 @@ use super::{
     HostSpec, NetworkPlan, PoolId, PoolPlan, PortBuffer, PortId, PortPlan, SwitchId, SwitchPlan, SwitchRole, Vertex,
     UPLINK,
 };
-use daqnet_core::scenario::{BufferConfig, DaqringConfig, EdgeHost, Network, SwitchConfig, SwitchKind, Topology};
+use daqnet_core::scenario::{
+    BufferConfig, DaqringConfig, EcnMarking, EdgeHost, Network, SwitchConfig, SwitchKind, Topology,
+};
 
 pub(super) struct Builder {
     pub(super) f: NetworkPlan,
@@ -67,7 +69,18 @@ impl Builder {
         buffer: PortBuffer,
         on_switch: bool,
     ) -> u32 {
-        let port = PortPlan { name, from, to, peer: to, rate_bps, delay_ns, buffer, on_switch, shaper_burst_ns: None };
+        let port = PortPlan {
+            name,
+            from,
+            to,
+            peer: to,
+            rate_bps,
+            delay_ns,
+            buffer,
+            on_switch,
+            shaper_burst_ns: None,
+            marking: None,
+        };
         self.f.ports.push(port);
         self.f.ports.len() as u32 - 1
     }
@@ -147,6 +160,18 @@ impl Builder {
         }
     }
 
+    /// `[network.ecn]` on every switch output port that queues in a finite buffer, except a
+    /// daqring switch's (daqnet's software switch has no marking).
+    fn mark(&mut self, m: &EcnMarking) {
+        for p in &mut self.f.ports {
+            let Vertex::Switch(s) = p.from else { continue };
+            let bridge = self.f.switches[s.0 as usize].kind == SwitchKind::Bridge;
+            if p.on_switch && bridge && p.buffer != PortBuffer::Unlimited {
+                p.marking = Some(m.clone());
+            }
+        }
+    }
+
     /// Gives consecutive ports of one switch their buffer according to its scheme.
     pub(super) fn apply_buffer(&mut self, ports: &[u32], cfg: &BufferConfig) {
         match *cfg {
@@ -211,6 +236,9 @@ pub(super) fn assemble(net: &Network, host_specs: Vec<HostSpec>, readout_units: 
             Vertex::Host(h) => net.topology != Topology::ParallelLeafSpine || h.0 < readout_units,
             Vertex::Switch(s) => rack_servers.contains(&s.0),
         });
+    }
+    if let Some(m) = &net.ecn {
+        b.mark(m);
     }
     b.f
 }

@@ -15,7 +15,7 @@ mod build;
 mod leaf_spine;
 
 use crate::assign::{Element, Placement, Route};
-use daqnet_core::scenario::{Network, SwitchKind};
+use daqnet_core::scenario::{EcnMarking, Network, SwitchKind};
 use daqnet_core::workload::mix;
 use daqnet_core::{NodeId, ReadoutId};
 
@@ -138,6 +138,9 @@ pub struct PortPlan {
     /// Whether it sends as a token bucket of this depth (ns at its rate) instead of at line
     /// rate: a host's shaped NIC, a daqring's polling cycle.
     pub shaper_burst_ns: Option<u64>,
+    /// How it marks ECN-capable frames (`[network.ecn]`), if it does: every output port of a
+    /// bridge-like switch with a finite buffer; never a host's, a daqring's or an edge bus's.
+    pub marking: Option<EcnMarking>,
 }
 
 /// A shared buffer pool: its size and member ports, in the order they joined.

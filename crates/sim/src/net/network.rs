@@ -1,8 +1,10 @@
 //! The simulated network: the ports of a [`NetworkPlan`] with their queues, and the plan's
 //! forwarding and paths.
 
-use super::port::{BufferPools, Port, PortBuffer};
+use super::port::{BufferPools, Marker, Port, PortBuffer};
 use super::wire::{serialization_ps, wire_bytes};
+use daqnet_core::scenario::EcnMarking;
+use daqnet_core::workload::{rng_for, Stream};
 use daqnet_fabric::network::{self, NetworkPlan, Vertex};
 
 /// A network's live ports, their shared pools, and the plan they were built from.
@@ -20,9 +22,10 @@ pub struct Network {
 }
 
 impl Network {
-    /// The live ports of `plan`: each with its rate, delay, buffer and shaping; the pools
-    /// with their members in the plan's order.
-    pub fn new(plan: NetworkPlan) -> Network {
+    /// The live ports of `plan`: each with its rate, delay, buffer, shaping and marking (a RED
+    /// port draws from its own stream of `seed`); the pools with their members in the plan's
+    /// order.
+    pub fn new(plan: NetworkPlan, seed: u64) -> Network {
         let mut pools = BufferPools::default();
         for pool in &plan.pools {
             let id = pools.add(pool.capacity);
@@ -30,7 +33,7 @@ impl Network {
                 pools.join(id, m.0);
             }
         }
-        let ports = plan.ports.iter().map(live_port).collect();
+        let ports = plan.ports.iter().enumerate().map(|(i, p)| live_port(p, seed, i as u64)).collect();
         let peer = plan.ports.iter().map(|p| p.peer).collect();
         Network { ports, peer, pools, plan }
     }
@@ -65,8 +68,8 @@ impl Network {
     }
 }
 
-/// A port of the plan, empty.
-fn live_port(p: &network::PortPlan) -> Port {
+/// Port `index` of the plan, empty.
+fn live_port(p: &network::PortPlan, seed: u64, index: u64) -> Port {
     let buffer = match p.buffer {
         network::PortBuffer::Unlimited => PortBuffer::Unlimited,
         network::PortBuffer::Dedicated(bytes) => PortBuffer::Dedicated(bytes),
@@ -76,5 +79,22 @@ fn live_port(p: &network::PortPlan) -> Port {
     if let Some(burst_ns) = p.shaper_burst_ns {
         port.shape(burst_ns);
     }
+    if let Some(m) = &p.marking {
+        port.mark_with(marker(m, seed, index));
+    }
     port
+}
+
+/// The marker of a port with `buffer` marking by `m`; a RED port draws from its own stream.
+fn marker(m: &EcnMarking, seed: u64, index: u64) -> Marker {
+    match *m {
+        EcnMarking::Step { threshold_bytes: Some(k), .. } => Marker::StepBytes(k),
+        EcnMarking::Step { threshold_packets, .. } => Marker::StepFrames(threshold_packets.unwrap_or(0)),
+        EcnMarking::Red { min_bytes, max_bytes, max_probability } => Marker::Red {
+            min: min_bytes,
+            max: max_bytes,
+            max_p: max_probability,
+            rng: rng_for(seed, Stream::Marking, &[index]),
+        },
+    }
 }

@@ -89,6 +89,51 @@ pub struct Port {
     /// Frames offered while the link was down.
     pub lost_down: u64,
     shaper: Option<Shaper>,
+    /// How it marks ECN-capable frames, if it does.
+    marker: Option<Marker>,
+    /// ECN-capable frames it marked Congestion Experienced.
+    pub marks: u64,
+}
+
+/// A port's ECN marking ([`EcnMarking`](daqnet_core::scenario::EcnMarking)), judged on what a
+/// frame finds queued ahead of it when it is admitted.
+#[derive(Debug, Clone)]
+pub enum Marker {
+    /// Mark above this many bytes ahead.
+    StepBytes(u64),
+    /// Mark above this many frames ahead.
+    StepFrames(u32),
+    /// RED's ramp from `min` to `max` bytes ahead, with its own random stream.
+    Red {
+        /// No mark at or below this many bytes.
+        min: u64,
+        /// Every frame marked from this many bytes.
+        max: u64,
+        /// Probability just below `max`.
+        max_p: f64,
+        /// The port's draws.
+        rng: rand_xoshiro::Xoshiro256PlusPlus,
+    },
+}
+
+impl Marker {
+    /// Whether a frame that finds `bytes` in `frames` frames ahead of it is marked.
+    fn marks(&mut self, bytes: u64, frames: usize) -> bool {
+        match self {
+            Marker::StepBytes(k) => bytes > *k,
+            Marker::StepFrames(k) => frames > *k as usize,
+            Marker::Red { min, max, max_p, rng } => {
+                if bytes <= *min {
+                    false
+                } else if bytes >= *max {
+                    true
+                } else {
+                    let p = *max_p * (bytes - *min) as f64 / (*max - *min) as f64;
+                    rand::Rng::random::<f64>(rng) < p
+                }
+            }
+        }
+    }
 }
 
 /// A software shaper in place of line-rate serialization (Linux tbf): a frame leaves as soon
@@ -132,7 +177,28 @@ impl Port {
             down: false,
             lost_down: 0,
             shaper: None,
+            marker: None,
+            marks: 0,
         }
+    }
+
+    /// Marks ECN-capable frames with `marker`.
+    pub fn mark_with(&mut self, marker: Marker) {
+        self.marker = Some(marker);
+    }
+
+    /// Whether it marks at all.
+    pub fn marks_ecn(&self) -> bool {
+        self.marker.is_some()
+    }
+
+    /// The ECN-capable frame of `frame_bytes` just admitted ([`offer`] returned `Sent`): is it
+    /// marked Congestion Experienced, for what it found queued ahead of it? Counted in `marks`.
+    pub fn mark_admitted(&mut self, frame_bytes: u32) -> bool {
+        let (ahead, frames) = (self.queued_bytes - frame_bytes as u64, self.queue.len() - 1);
+        let marked = self.marker.as_mut().is_some_and(|m| m.marks(ahead, frames));
+        self.marks += u64::from(marked);
+        marked
     }
 
     /// Shapes the port like a token bucket `burst_ns` deep at its rate (full at the start),
@@ -306,6 +372,50 @@ mod tests {
         // Idle for a millisecond refills the bucket (never beyond its depth).
         let later: Vec<u64> = (0..3).map(|_| at(offer(&mut ports, &mut pools, 0, 3_000_000, 1518))).collect();
         assert_eq!(later, [3_000_000, 3_000_000, 3_061_520]);
+    }
+
+    #[test]
+    fn a_step_marks_exactly_the_frames_that_find_more_than_k_bytes_ahead() {
+        let mut pools = BufferPools::default();
+        let mut ports = vec![Port::new("p".into(), GBE, 0, PortBuffer::Dedicated(100_000), true)];
+        ports[0].mark_with(Marker::StepBytes(3000));
+        let mut offer_marked = |now, bytes| {
+            assert!(matches!(offer(&mut ports, &mut pools, 0, now, bytes), Admission::Sent { .. }));
+            ports[0].mark_admitted(bytes)
+        };
+        // 0, 1000, 2000 and 3000 bytes ahead: not above K.
+        assert_eq!([0; 4].map(|_| offer_marked(0, 1000)), [false; 4]);
+        // 4000 ahead: marked; so is a 1-byte frame behind it (5000 ahead).
+        assert!(offer_marked(0, 1000));
+        assert!(offer_marked(0, 1));
+        // Once the first frame has left (8160 ns), 4001 bytes are ahead: still marked; after the
+        // second (16 320 ns), 3002: marked; after the third, 2003: not.
+        assert!(offer_marked(8160, 1));
+        assert!(offer_marked(16_320, 1));
+        assert!(!offer_marked(24_480, 1));
+        assert_eq!(ports[0].marks, 4);
+    }
+
+    #[test]
+    fn a_step_in_frames_counts_the_frames_ahead_and_red_ramps_between_its_bounds() {
+        let mut pools = BufferPools::default();
+        let mut ports = vec![Port::new("p".into(), GBE, 0, PortBuffer::Unlimited, true)];
+        ports[0].mark_with(Marker::StepFrames(2));
+        let marked: Vec<bool> = (0..4)
+            .map(|_| {
+                offer(&mut ports, &mut pools, 0, 0, 64);
+                ports[0].mark_admitted(64)
+            })
+            .collect();
+        assert_eq!(marked, [false, false, false, true], "the fourth finds 3 > K = 2 frames ahead");
+        use rand::SeedableRng;
+        let rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(7);
+        let mut red = Marker::Red { min: 1000, max: 3000, max_p: 0.5, rng };
+        assert!(!red.marks(1000, 1), "at min: never");
+        assert!(red.marks(3000, 3), "at max: always");
+        // Halfway up the ramp, p = 0.25: 10 000 draws within 4 standard deviations (0.0173).
+        let n = (0..10_000).filter(|_| red.marks(2000, 2)).count() as f64 / 10_000.0;
+        assert!((n - 0.25).abs() < 0.0173, "{n}");
     }
 
     #[test]

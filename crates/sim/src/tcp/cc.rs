@@ -1,6 +1,7 @@
 //! Congestion control: how the window grows and how much it shrinks on loss. Windows are in
 //! segments, as in Linux.
 
+use super::dctcp::Dctcp;
 use daqnet_core::scenario::CongestionControl;
 use daqnet_core::Nanos;
 
@@ -124,6 +125,8 @@ pub enum Controller {
     Cubic(Cubic),
     /// Fixed window.
     Static(u32),
+    /// DCTCP: Reno's growth, α's reductions.
+    Dctcp(Dctcp),
 }
 
 impl Controller {
@@ -133,6 +136,46 @@ impl Controller {
             CongestionControl::Newreno => Controller::Reno,
             CongestionControl::Cubic => Controller::Cubic(Cubic::new(jiffy_ns, mss)),
             CongestionControl::Static => Controller::Static(static_cwnd),
+            CongestionControl::Dctcp => Controller::Dctcp(Dctcp::default()),
+        }
+    }
+
+    /// Whether it needs ECN on every segment it sends, ACKs and retransmissions included
+    /// (Linux `TCP_CONG_NEEDS_ECN`: DCTCP).
+    pub fn needs_ecn(&self) -> bool {
+        matches!(self, Controller::Dctcp(_))
+    }
+
+    /// DCTCP's α, out of 1024.
+    pub fn alpha(&self) -> Option<u32> {
+        match self {
+            Controller::Dctcp(d) => Some(d.alpha()),
+            _ => None,
+        }
+    }
+
+    /// Linux's `in_ack_event` hook, on every ACK not older than `snd_una`: DCTCP updates α.
+    pub fn on_ack_event(&mut self, snd_una: u64, snd_nxt: u64, delivered: u32, delivered_ce: u32) {
+        if let Controller::Dctcp(d) = self {
+            d.update_alpha(snd_una, snd_nxt, delivered, delivered_ce);
+        }
+    }
+
+    /// Slow-start threshold when an ECN echo reduces window `cwnd` (the `ssthresh` hook that
+    /// `tcp_init_cwnd_reduction` calls): as for a loss, except DCTCP's cwnd × (1 − α/2).
+    pub fn ssthresh_on_ece(&mut self, cwnd: u32) -> u32 {
+        match self {
+            Controller::Dctcp(d) => d.ssthresh(cwnd),
+            _ => self.ssthresh_on_loss(cwnd),
+        }
+    }
+
+    /// The window an undo restores (the `undo_cwnd` hook): the larger of `cwnd` and the window
+    /// before the reduction, `prior_cwnd` (DCTCP: its own record of it).
+    pub fn undo_cwnd(&self, cwnd: u32, prior_cwnd: u32) -> u32 {
+        match self {
+            Controller::Dctcp(d) => d.undo_cwnd(cwnd),
+            _ => cwnd.max(prior_cwnd),
         }
     }
 
@@ -141,10 +184,12 @@ impl Controller {
         matches!(self, Controller::Static(_))
     }
 
-    /// Slow-start threshold after a loss with window `cwnd` (also records the loss).
+    /// Slow-start threshold after a loss with window `cwnd` (also records the loss; DCTCP's
+    /// `dctcp_react_to_loss` halves whatever α).
     pub fn ssthresh_on_loss(&mut self, cwnd: u32) -> u32 {
         match self {
             Controller::Reno => (cwnd / 2).max(2),
+            Controller::Dctcp(d) => d.react_to_loss(cwnd),
             Controller::Static(w) => *w,
             Controller::Cubic(c) => {
                 c.epoch_start = None;
@@ -201,7 +246,7 @@ impl Controller {
     pub fn avoid(&mut self, now: Nanos, cwnd: u32, cwnd_cnt: u32, acked: u32) -> (u32, u32) {
         let w = match self {
             Controller::Static(_) => return (cwnd, 0),
-            Controller::Reno => cwnd,
+            Controller::Reno | Controller::Dctcp(_) => cwnd,
             Controller::Cubic(c) => c.count(now, cwnd, acked),
         };
         // Linux tcp_cong_avoid_ai: one segment per `w` acknowledged segments.

@@ -17,6 +17,8 @@
 //! anything themselves; the simulator asks them for their next deadline.
 
 pub mod cc;
+pub mod dctcp;
+pub mod ecn;
 pub mod rack;
 mod receiver;
 pub mod reordering;
@@ -74,6 +76,8 @@ pub struct TcpParams {
     pub tail_loss_probe: bool,
     /// F-RTO on: after a timeout, new data tests whether it was spurious (RFC 5682).
     pub frto: bool,
+    /// ECN negotiated on every connection (RFC 3168; always with DCTCP).
+    pub ecn: bool,
     /// The tick the timers run on.
     pub tick: tick::TimerTick,
     /// Whether each host ticks at its own phase ([`TcpParams::on_host`]).
@@ -103,6 +107,7 @@ impl TcpParams {
             rack: c.rack && c.sack,
             tail_loss_probe: c.tail_loss_probe && c.sack,
             frto: c.frto,
+            ecn: c.uses_ecn(),
             tick: tick::TimerTick::new(c.timer_hz),
             tick_phase: c.tick_phase,
         }

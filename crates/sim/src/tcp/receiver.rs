@@ -1,7 +1,9 @@
 //! The receiving half of a TCP endpoint: cumulative and selective acknowledgements, delayed
 //! ACKs, and Linux's quick-ACK mode.
 
+use super::ecn::{Echo, EchoAction, EchoMode, EcnBits};
 use super::TcpParams;
+use daqnet_core::scenario::CongestionControl;
 use daqnet_core::Nanos;
 
 /// Whether the receiver needs an ACK sent.
@@ -68,6 +70,11 @@ pub struct Receiver {
     /// Short segments received since the last ACK, at most 2 (Linux `ICSK_ACK_PUSHED`,
     /// `ICSK_ACK_PUSHED2`).
     pushed: u8,
+    /// How CE marks are echoed, when ECN is negotiated.
+    echo: Option<Echo>,
+    /// DCTCP's ACK of what arrived before a change of CE state, with the old state's ECE: sent
+    /// before anything else (`dctcp_ece_ack_update`).
+    prior_ack: Option<(u64, bool)>,
 }
 
 impl Receiver {
@@ -99,7 +106,23 @@ impl Receiver {
             interactive: false,
             lrcvtime: None,
             pushed: 0,
+            echo: p
+                .ecn
+                .then(|| Echo::new(if p.cc == CongestionControl::Dctcp { EchoMode::Dctcp } else { EchoMode::Classic })),
+            prior_ack: None,
         }
+    }
+
+    /// Whether the segments it sends now carry ECE.
+    pub fn ece(&self) -> bool {
+        self.echo.as_ref().is_some_and(Echo::ece)
+    }
+
+    /// The ACK DCTCP's echo asks to send before anything else, if any: (acknowledgement
+    /// number, ECE). Unlike other ACKs it leaves the delayed-ACK state alone
+    /// (`tcp_event_ack_sent` skips an ACK below `rcv_nxt`).
+    pub fn take_prior_ack(&mut self) -> Option<(u64, bool)> {
+        self.prior_ack.take()
     }
 
     /// Next byte expected.
@@ -158,6 +181,44 @@ impl Receiver {
     /// A segment carrying `[start, end)` arrived at `now`; `rtt`: the connection's RTT as its
     /// sending half measures it.
     pub fn on_segment(&mut self, now: Nanos, start: u64, end: u64, rtt: RttBounds) {
+        self.on_data(now, start, end, EcnBits::default(), rtt);
+    }
+
+    /// [`Receiver::on_segment`] with the segment's ECN bits: CWR ends a classic echo (and is
+    /// ACKed at once), and the codepoint of new data feeds the echo (Linux `tcp_data_queue`'s
+    /// `tcp_ecn_accept_cwr`, then `tcp_ecn_check_ce` on new data).
+    pub fn on_data(&mut self, now: Nanos, start: u64, end: u64, bits: EcnBits, rtt: RttBounds) {
+        let Some(echo) = self.echo.as_mut() else {
+            self.take_segment(now, start, end, rtt);
+            return;
+        };
+        let cwr = echo.accept_cwr(bits.cwr());
+        let ack_delayed = self.delack_at.is_some();
+        if !self.take_segment(now, start, end, rtt) {
+            return;
+        }
+        let echo = self.echo.as_mut().expect("checked above");
+        match echo.check_ce(bits.codepoint(), self.rcv_nxt, ack_delayed) {
+            EchoAction::None => {}
+            EchoAction::QuickAck => {
+                // `tcp_enter_quickack_mode(sk, 2)`: this segment's ACK goes now and takes one.
+                self.quick = self.quick.max(1);
+                self.interactive = false;
+                self.ato = self.delack_ns;
+                self.urgency = AckUrgency::Now;
+            }
+            EchoAction::StateChanged { prior } => {
+                self.prior_ack = prior;
+                self.urgency = AckUrgency::Now;
+            }
+        }
+        if cwr {
+            self.urgency = AckUrgency::Now;
+        }
+    }
+
+    /// The data of a segment; returns false for a duplicate (nothing new).
+    fn take_segment(&mut self, now: Nanos, start: u64, end: u64, rtt: RttBounds) -> bool {
         if end <= self.rcv_nxt || self.ooo.iter().any(|&(s, e)| s <= start && end <= e) {
             // A retransmission of data we have: acknowledge at once (Linux forces an ACK) and
             // report the duplicate.
@@ -165,7 +226,7 @@ impl Receiver {
             // `tcp_enter_quickack_mode` also ends interactive mode.
             self.interactive = false;
             self.ack_now_quick();
-            return;
+            return false;
         }
         if start > self.rcv_nxt {
             self.insert_ooo(start, end);
@@ -173,7 +234,7 @@ impl Receiver {
             // compresses SACKs after three (`__tcp_ack_snd_check`). Kept on purpose: made like
             // 6.x, the simulator moves further from the testbed (docs/sim.md, "Receiver").
             self.ack_now_quick();
-            return;
+            return true;
         }
         if start < self.rcv_nxt {
             // Linux `tcp_data_queue`, a partial packet (seq < rcv_nxt < end_seq): the part
@@ -217,6 +278,7 @@ impl Receiver {
             self.urgency = AckUrgency::Delayed;
             self.delack_at = Some(self.tick.fires_at(now, self.delack_timeout(rtt.srtt)));
         }
+        true
     }
 
     /// The application read a complete message whose last segment was `last_len` bytes: like
@@ -355,6 +417,53 @@ mod tests {
         assert_eq!(fields(&r), (3000, vec![(1000, 2000)]), "tcp_data_queue's partial packet");
         r.on_ack_sent();
         assert_eq!(fields(&r), (3000, vec![]));
+    }
+
+    fn ecn_rx(cc: CongestionControl) -> Receiver {
+        let c =
+            TcpConfig { quickack_segments: 0, timer_hz: 0, ecn: true, congestion_control: cc, ..Default::default() };
+        Receiver::new(&TcpParams::from_config(&c, 1000))
+    }
+
+    const ECT: EcnBits = EcnBits::new(true, false, false);
+
+    #[test]
+    fn dctcp_acks_a_change_of_ce_state_at_once_after_flushing_the_delayed_ack_with_the_old_state() {
+        let mut r = ecn_rx(CongestionControl::Dctcp);
+        r.on_data(0, 0, 1000, ECT, NO_RTT);
+        assert_eq!(r.urgency(), AckUrgency::Delayed, "one segment: the ACK waits");
+        // A marked segment: the ACK of [0, 1000) goes first, without ECE; then this one's, with.
+        r.on_data(1, 1000, 2000, ECT.marked(), NO_RTT);
+        assert_eq!(r.take_prior_ack(), Some((1000, false)));
+        assert_eq!((r.urgency(), r.ece()), (AckUrgency::Now, true));
+        r.on_ack_sent();
+        // Marked segments while the state is 1: ACKs are delayed as usual, and carry ECE.
+        r.on_data(2, 2000, 3000, ECT.marked(), NO_RTT);
+        assert_eq!((r.urgency(), r.ece(), r.take_prior_ack()), (AckUrgency::Delayed, true, None));
+        // Unmarked again: the delayed ACK (up to 3000) goes with ECE, then this one's without.
+        r.on_data(3, 3000, 4000, ECT, NO_RTT);
+        assert_eq!(r.take_prior_ack(), Some((3000, true)));
+        assert_eq!((r.urgency(), r.ece()), (AckUrgency::Now, false));
+    }
+
+    #[test]
+    fn classic_ecn_echoes_until_cwr_and_acks_the_first_mark_and_the_cwr_at_once() {
+        let mut r = ecn_rx(CongestionControl::Cubic);
+        r.on_data(0, 0, 1000, ECT, NO_RTT);
+        assert_eq!(r.urgency(), AckUrgency::Delayed);
+        r.on_data(1, 1000, 2000, ECT.marked(), NO_RTT);
+        assert_eq!((r.urgency(), r.ece(), r.take_prior_ack()), (AckUrgency::Now, true, None));
+        r.on_ack_sent();
+        r.on_data(2, 2000, 3000, ECT, NO_RTT);
+        assert_eq!(r.urgency(), AckUrgency::Now, "quick-ACK mode: the next segment too");
+        assert!(r.ece(), "until CWR");
+        r.on_ack_sent();
+        r.on_data(3, 3000, 4000, EcnBits::new(true, false, true), NO_RTT);
+        assert_eq!((r.urgency(), r.ece()), (AckUrgency::Now, false), "CWR: ACKed at once, the echo ends");
+        // A duplicate is not read for its codepoint (Linux checks CE on new data only).
+        r.on_ack_sent();
+        r.on_data(4, 0, 1000, ECT.marked(), NO_RTT);
+        assert!(!r.ece());
     }
 
     fn rx(quick: u32) -> Receiver {

@@ -45,6 +45,9 @@ pub enum CaState {
     Open,
     /// Duplicate ACKs or SACKs seen, below the threshold.
     Disorder,
+    /// Reducing the window after an ECN echo (Linux `TCP_CA_CWR`), until data above
+    /// `high_seq` is acknowledged.
+    Cwr,
     /// Fast recovery after fast retransmit, until `high_seq` is acknowledged.
     Recovery,
     /// After a retransmission timeout, until `high_seq` is acknowledged.
@@ -57,6 +60,7 @@ impl CaState {
         match self {
             CaState::Open => "open",
             CaState::Disorder => "disorder",
+            CaState::Cwr => "cwr",
             CaState::Recovery => "recovery",
             CaState::Loss => "loss",
         }
@@ -72,6 +76,8 @@ pub struct Transmission {
     pub end: u64,
     /// Whether it is a retransmission.
     pub retransmit: bool,
+    /// It carries CWR: the first new data after the window was reduced (ECN).
+    pub cwr: bool,
 }
 
 /// What one pass of [`Sender::fill_window`] did.
@@ -198,6 +204,12 @@ pub struct Sender {
     /// Segments delivered, acknowledged or SACKed, over the connection (Linux `tp->delivered`,
     /// wrapping).
     delivered: u32,
+    /// Of those, segments delivered by ACKs carrying ECE (Linux `tp->delivered_ce`, wrapping).
+    delivered_ce: u32,
+    /// ECN negotiated (Linux `TCP_ECN_OK`).
+    ecn_ok: bool,
+    /// The next new data carries CWR (Linux `TCP_ECN_QUEUE_CWR`).
+    queue_cwr: bool,
     undo: Undo,
 }
 
@@ -220,11 +232,29 @@ struct AckFlags {
     not_dup: bool,
     /// The timestamp echo, if the ACK carried one.
     ecr: Option<u32>,
+    /// `FLAG_ECE`: it carried an ECN echo, on a connection that negotiated ECN.
+    ece: bool,
     /// `tp->lost` before the ACK (new losses make PRR stop slow-starting).
     lost_before: u32,
 }
 
 impl Sender {
+    /// Whether a segment it sends now is ECN-capable (Linux `tcp_ecn_send`): new data when ECN
+    /// is negotiated; ACKs and retransmissions too under DCTCP.
+    pub fn ect(&self, new_data: bool) -> bool {
+        self.ecn_ok && (new_data || self.cc.needs_ecn())
+    }
+
+    /// DCTCP's α, out of 1024.
+    pub fn alpha(&self) -> Option<u32> {
+        self.cc.alpha()
+    }
+
+    /// Segments delivered by ACKs that carried an ECN echo (Linux `TCPDeliveredCE`).
+    pub fn delivered_ce(&self) -> u32 {
+        self.delivered_ce
+    }
+
     /// What the sender has seen of reordering (`tcpi_reordering`, `tcpi_reord_seen`).
     pub fn reordering(&self) -> Reordering {
         self.reordering
@@ -291,6 +321,9 @@ impl Sender {
             frto_send_new: false,
             timeouts_in_row: 0,
             delivered: 0,
+            delivered_ce: 0,
+            ecn_ok: p.ecn,
+            queue_cwr: false,
             undo: Undo::default(),
         }
     }
@@ -478,12 +511,12 @@ impl Sender {
                 f.head_resent |= seg.start == self.snd_una;
                 self.stats.retransmits += 1;
                 self.undo.on_retransmit(ts_ms(now));
-                Transmission { start: seg.start, end: seg.end, retransmit: true }
+                Transmission { start: seg.start, end: seg.end, retransmit: true, cwr: false }
             } else {
                 f.sent_new = true;
                 self.send_new(now, mss_now)
             };
-            if self.state == CaState::Recovery {
+            if self.in_cwnd_reduction() {
                 self.prr_out += 1;
             }
             self.lsndtime = now;
@@ -498,7 +531,7 @@ impl Sender {
         let (start, end) = (self.snd_nxt, self.snd_nxt + len);
         self.sb.on_sent(start, end, now, self.delivered);
         self.snd_nxt = end;
-        Transmission { start, end, retransmit: false }
+        Transmission { start, end, retransmit: false, cwr: std::mem::take(&mut self.queue_cwr) }
     }
 
     fn timer_kind(&self) -> Option<Timer> {
@@ -564,7 +597,7 @@ impl Sender {
             let seg = self.sb.probe_last(now, self.delivered).expect("packets out");
             self.stats.retransmits += 1;
             self.tlp_retrans = true;
-            out.push(Transmission { start: seg.start, end: seg.end, retransmit: true });
+            out.push(Transmission { start: seg.start, end: seg.end, retransmit: true, cwr: false });
         }
         self.tlp_high_seq = Some(self.snd_nxt);
         self.stats.loss_probes += 1;
@@ -606,6 +639,21 @@ impl Sender {
     /// one. An ACK below `snd_una` (overtaken by a later one) counts only for its SACK blocks,
     /// as Linux's `old_ack` path in `tcp_ack`.
     pub fn on_ack(&mut self, now: Nanos, ack: u64, sacks: &[(u64, u64)], carries_data: bool, ecr: Option<u32>) {
+        self.on_ack_ecn(now, ack, sacks, carries_data, ecr, false);
+    }
+
+    /// [`Sender::on_ack`] of an ACK that may carry an ECN echo (`ece`), which a connection that
+    /// negotiated ECN answers by reducing its window once per window of data (the CWR state).
+    pub fn on_ack_ecn(
+        &mut self,
+        now: Nanos,
+        ack: u64,
+        sacks: &[(u64, u64)],
+        carries_data: bool,
+        ecr: Option<u32>,
+        ece: bool,
+    ) {
+        let ece = ece && self.ecn_ok;
         let old = ack < self.snd_una;
         if ack > self.snd_nxt || (old && (!self.sack || sacks.is_empty())) {
             return;
@@ -640,6 +688,13 @@ impl Sender {
             newly_sacked
         };
         self.delivered = self.delivered.wrapping_add(delivered);
+        if ece {
+            self.delivered_ce = self.delivered_ce.wrapping_add(delivered);
+            self.stats.delivered_ce += u64::from(delivered);
+        }
+        if !old {
+            self.cc.on_ack_event(self.snd_una, self.snd_nxt, self.delivered, self.delivered_ce);
+        }
         if let Some(n) = newest.filter(|_| self.sack) {
             self.rack.update_reo_wnd(n.delivered, self.delivered);
         }
@@ -684,10 +739,11 @@ impl Sender {
             orig_sacked: orig_acked || orig_sacked,
             not_dup,
             ecr: ecr.filter(|_| self.timestamps),
+            ece,
             lost_before,
         };
         // Linux tcp_ack_is_dubious: only then tcp_fastretrans_alert; tcp_cong_control always.
-        let dubious = !not_dup || newly_sacked > 0 || dsack || self.state != CaState::Open;
+        let dubious = !not_dup || newly_sacked > 0 || dsack || ece || self.state != CaState::Open;
         let reorder_armed = dubious && self.fastretrans_alert(now, &f);
         self.cong_control(now, &f);
         // Linux tcp_set_xmit_timer (unless RACK just armed its reorder timer).
@@ -822,6 +878,11 @@ impl Sender {
     fn fastretrans_alert(&mut self, now: Nanos, f: &AckFlags) -> bool {
         if self.state == CaState::Open {
             self.undo.clear_stamp();
+        } else if self.state == CaState::Cwr && self.snd_una > self.high_seq {
+            // Held until data above high_seq is acknowledged, so that the CWR reached the
+            // receiver; then tcp_end_cwnd_reduction.
+            self.cwnd = self.ssthresh.max(1);
+            self.state = CaState::Open;
         } else if self.state == CaState::Recovery && self.snd_una >= self.high_seq {
             let undone = self.try_undo_recovery(f.ecr);
             // Linux tcp_end_cwnd_reduction: the window is ssthresh, unless it was undone.
@@ -836,11 +897,11 @@ impl Sender {
                     return false;
                 }
                 if self.try_undo_dsack() {
-                    self.try_to_open();
+                    self.try_to_open(f.ece);
                 }
                 let armed = self.identify_loss(now, f.una_advanced);
                 if self.state != CaState::Recovery && self.time_to_recover() {
-                    self.enter_recovery();
+                    self.enter_recovery(f.ece);
                 }
                 armed
             }
@@ -858,7 +919,7 @@ impl Sender {
                 }
                 self.open_or_recover(now, f) || armed
             }
-            CaState::Open | CaState::Disorder => self.open_or_recover(now, f),
+            CaState::Open | CaState::Disorder | CaState::Cwr => self.open_or_recover(now, f),
         }
     }
 
@@ -870,9 +931,9 @@ impl Sender {
         }
         let armed = self.identify_loss(now, f.una_advanced);
         if self.time_to_recover() {
-            self.enter_recovery();
+            self.enter_recovery(f.ece);
         } else {
-            self.try_to_open();
+            self.try_to_open(f.ece);
         }
         armed
     }
@@ -907,12 +968,19 @@ impl Sender {
         self.sb.lost_out() > 0 || (!self.rack_on && self.sb.sacked_out() >= self.reordering.degree())
     }
 
-    /// Linux `tcp_try_to_open` and `tcp_try_keep_open`: disorder while anything is SACKed,
-    /// lost or retransmitted, else open; a new state starts a new `high_seq`.
-    fn try_to_open(&mut self) {
+    /// Linux `tcp_try_to_open` and `tcp_try_keep_open`: an ECN echo starts a window reduction
+    /// (CWR); otherwise disorder while anything is SACKed, lost or retransmitted, else open; a
+    /// new state starts a new `high_seq`.
+    fn try_to_open(&mut self, ece: bool) {
         let retrans_done = self.any_retrans_done();
         if !retrans_done {
             self.undo.clear_stamp();
+        }
+        if ece {
+            self.enter_cwr();
+        }
+        if self.state == CaState::Cwr {
+            return;
         }
         let left_out = self.sb.sacked_out() + self.sb.lost_out() > 0;
         let state = if left_out || retrans_done { CaState::Disorder } else { CaState::Open };
@@ -1005,7 +1073,7 @@ impl Sender {
             self.undo.clear_stamp();
         }
         self.undo_cwnd_reduction(true);
-        self.try_to_open();
+        self.try_to_open(f.ece);
         false
     }
 
@@ -1026,15 +1094,16 @@ impl Sender {
         }
         let prior_ssthresh = self.undo.take();
         if prior_ssthresh > 0 && !self.cc.is_static() {
-            self.cwnd = self.cwnd.max(self.prior_cwnd);
+            self.cwnd = self.cc.undo_cwnd(self.cwnd, self.prior_cwnd);
             self.ssthresh = self.ssthresh.max(prior_ssthresh);
         }
         self.rack.force_advanced();
     }
 
-    /// Linux `tcp_cong_control`: PRR during recovery, else the window grows if it may.
+    /// Linux `tcp_cong_control`: PRR during a reduction (recovery or CWR), else the window
+    /// grows if it may.
     fn cong_control(&mut self, now: Nanos, f: &AckFlags) {
-        if self.state == CaState::Recovery {
+        if self.in_cwnd_reduction() {
             let newly_lost = self.sb.lost() != f.lost_before;
             self.cwnd_reduction(f.delivered, f.una_advanced, newly_lost);
         } else if self.may_raise_cwnd(f.acked, f.delivered) {
@@ -1042,35 +1111,67 @@ impl Sender {
         }
     }
 
-    /// Linux `tcp_init_undo` (with the `prior_ssthresh` its callers set): a reduction begins,
+    /// Linux `tcp_in_cwnd_reduction`: recovery, or CWR after an ECN echo.
+    fn in_cwnd_reduction(&self) -> bool {
+        matches!(self.state, CaState::Cwr | CaState::Recovery)
+    }
+
+    /// Linux `tcp_init_undo` with the `prior_ssthresh` its caller sets: a reduction begins,
     /// with the retransmissions and any probe's already in flight.
-    fn init_undo(&mut self) {
+    fn init_undo(&mut self, prior_ssthresh: u32) {
         let probe_out = self.tlp_high_seq.is_some() && self.tlp_retrans;
-        self.undo.init(self.snd_una, self.sb.retrans_out(), probe_out, self.current_ssthresh());
+        self.undo.init(self.snd_una, self.sb.retrans_out(), probe_out, prior_ssthresh);
+    }
+
+    /// Linux `tcp_init_cwnd_reduction`: the window shrinks towards `ssthresh` by PRR from now
+    /// until `high_seq`; the next new data tells an ECN receiver (CWR).
+    fn init_cwnd_reduction(&mut self, ssthresh: u32) {
+        self.high_seq = self.snd_nxt;
+        self.tlp_high_seq = None;
+        self.prior_cwnd = self.cwnd;
+        self.prr_delivered = 0;
+        self.prr_out = 0;
+        self.ssthresh = ssthresh;
+        self.queue_cwr = self.ecn_ok;
+    }
+
+    /// Linux `tcp_enter_cwr`: an ECN echo reduces the window once (never undone), unless a
+    /// reduction already runs.
+    fn enter_cwr(&mut self) {
+        if matches!(self.state, CaState::Open | CaState::Disorder) {
+            self.stats.ecn_reductions += 1;
+            self.undo.forbid();
+            let ssthresh = self.cc.ssthresh_on_ece(self.cwnd);
+            self.init_cwnd_reduction(ssthresh);
+            self.cwnd_cnt = 0;
+            self.state = CaState::Cwr;
+        }
     }
 
     /// Linux `tcp_current_ssthresh`: what undo may restore — ssthresh during a reduction, else
     /// at least three quarters of the window.
     fn current_ssthresh(&self) -> u32 {
-        if self.state == CaState::Recovery {
+        if self.in_cwnd_reduction() {
             self.ssthresh
         } else {
             self.ssthresh.max((self.cwnd >> 1) + (self.cwnd >> 2))
         }
     }
 
-    /// Linux `tcp_enter_recovery`: from the open or the loss state (neither is a window
-    /// reduction, `tcp_in_cwnd_reduction`), so ssthresh is taken from the window now.
-    fn enter_recovery(&mut self) {
+    /// Linux `tcp_enter_recovery`: from the open or the loss state ssthresh is taken from the
+    /// window now; from CWR the reduction under way goes on (DCTCP halves the window then, in
+    /// its `set_state` hook). `ece`: the ACK also echoed ECN (nothing to undo to).
+    fn enter_recovery(&mut self, ece: bool) {
         self.stats.fast_recoveries += 1;
-        self.init_undo();
-        self.prior_cwnd = self.cwnd;
-        self.prr_delivered = 0;
-        self.prr_out = 0;
-        self.ssthresh = self.cc.ssthresh_on_loss(self.cwnd);
-        self.high_seq = self.snd_nxt;
+        let prior_ssthresh = if ece || self.in_cwnd_reduction() { 0 } else { self.current_ssthresh() };
+        self.init_undo(prior_ssthresh);
+        if !self.in_cwnd_reduction() {
+            let ssthresh = self.cc.ssthresh_on_loss(self.cwnd);
+            self.init_cwnd_reduction(ssthresh);
+        } else if self.cc.needs_ecn() {
+            self.ssthresh = self.cc.ssthresh_on_loss(self.cwnd);
+        }
         self.state = CaState::Recovery;
-        self.tlp_high_seq = None;
         if self.sb.lost_out() == 0 {
             self.sb.mark_head_lost();
         }
@@ -1194,8 +1295,8 @@ impl Sender {
         self.timer = None;
         self.rack_mark_lost(now);
         let newly_lost = self.sb.lost() != lost_before;
-        if newly_lost && matches!(self.state, CaState::Open | CaState::Disorder) {
-            self.enter_recovery();
+        if newly_lost && matches!(self.state, CaState::Open | CaState::Disorder | CaState::Cwr) {
+            self.enter_recovery(false);
             self.cwnd_reduction(1, false, false);
         }
         if self.timer_kind() != Some(Timer::Reorder) {
@@ -1218,11 +1319,11 @@ impl Sender {
         // disorder states, once a recovery's `high_seq` is acknowledged, and in the loss state
         // when an ACK advanced snd_una since the last timeout (`icsk_retransmits` is 0).
         // Otherwise this window was reduced already.
-        let new_recovery = matches!(self.state, CaState::Open | CaState::Disorder);
+        let new_recovery = matches!(self.state, CaState::Open | CaState::Disorder | CaState::Cwr);
         let reduced = match self.state {
             CaState::Open | CaState::Disorder => false,
             CaState::Loss => self.timeouts_in_row > 0 && self.high_seq > self.snd_una,
-            CaState::Recovery => self.high_seq > self.snd_una,
+            CaState::Cwr | CaState::Recovery => self.high_seq > self.snd_una,
         };
         // Linux tcp_timeout_mark_lost: the head and every segment not SACKed is lost, except
         // (with RACK) those sent too recently to tell.
@@ -1230,7 +1331,7 @@ impl Sender {
         self.stats.lost_retransmits +=
             self.sb.timeout_mark_lost(|i, seg| rack_on && i > 0 && rack.recently_sent(now, seg.sent_at));
         if !reduced {
-            self.init_undo();
+            self.init_undo(self.current_ssthresh());
             self.prior_cwnd = self.cwnd;
             self.ssthresh = self.cc.ssthresh_on_loss(self.cwnd);
         }
@@ -1239,6 +1340,7 @@ impl Sender {
         self.state = CaState::Loss;
         self.high_seq = self.snd_nxt;
         self.tlp_high_seq = None;
+        self.queue_cwr = self.ecn_ok;
         // F-RTO (RFC 5682 §3.1 step 1) for a timeout outside recovery, or one repeating
         // without progress (§3.2).
         self.frto = self.frto_on && (new_recovery || self.timeouts_in_row > 0);

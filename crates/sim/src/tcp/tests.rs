@@ -311,3 +311,114 @@ mod tail_loss_probe {
         check(&s);
     }
 }
+
+/// ECN at the sender (Linux `tcp_enter_cwr`, `tcp_cwnd_reduction`, `tcp_dctcp.c`).
+mod ecn {
+    use super::*;
+    use crate::tcp::Transmission;
+
+    fn ecn_sender(cc: CongestionControl) -> Sender {
+        sender_with(TcpConfig { ecn: true, congestion_control: cc, rack: false, tail_loss_probe: false, ..config() })
+    }
+
+    /// What goes out now, with the CWR flag: (segment number, CWR?).
+    fn send_flags(s: &mut Sender, now: Nanos) -> Vec<(u64, bool)> {
+        let mut out: Vec<Transmission> = Vec::new();
+        s.transmit(now, SEG as u32, &mut out);
+        out.iter().map(|t| (t.start / SEG, t.cwr)).collect()
+    }
+
+    /// Acknowledges segments up to `to`, one ACK per segment from `from`, echoing ECN or not;
+    /// sends what each allows.
+    fn ack_each(s: &mut Sender, now: Nanos, from: u64, to: u64, ece: bool) {
+        for k in from..=to {
+            s.on_ack_ecn(now, k * SEG, &[], false, None, ece);
+            send(s, now);
+        }
+    }
+
+    #[test]
+    fn an_echo_reduces_the_window_once_per_window_and_the_next_new_data_carries_cwr() {
+        let mut s = ecn_sender(CongestionControl::Newreno);
+        write(&mut s, 0, 200);
+        ack_each(&mut s, RTT, 1, 10, false);
+        assert_eq!((s.cwnd(), s.snd_nxt() / SEG), (20, 30), "slow start: one segment per segment ACKed");
+        // An echo: Reno halves ssthresh from the window now and enters CWR, until high_seq (30).
+        s.on_ack_ecn(2 * RTT, 11 * SEG, &[], false, None, true);
+        assert_eq!((s.state(), s.ssthresh(), s.stats().ecn_reductions), (CaState::Cwr, 10, 1));
+        let out = send_flags(&mut s, 2 * RTT);
+        assert_eq!(out.first().map(|o| o.1), Some(true), "the first new segment tells the receiver: {out:?}");
+        assert!(out.iter().skip(1).all(|o| !o.1), "only the first");
+        // More echoes within the window: no second reduction; PRR brings the window down.
+        ack_each(&mut s, 2 * RTT, 12, 30, true);
+        assert_eq!((s.state(), s.stats().ecn_reductions), (CaState::Cwr, 1), "held at high_seq itself");
+        assert!(s.cwnd() <= 11, "PRR: {}", s.cwnd());
+        // Data above high_seq acknowledged: the reduction ends at ssthresh, the state opens, and
+        // the next echo starts a new reduction.
+        s.on_ack_ecn(3 * RTT, 31 * SEG, &[], false, None, false);
+        assert_eq!((s.state(), s.cwnd()), (CaState::Open, 10));
+        s.on_ack_ecn(3 * RTT, 32 * SEG, &[], false, None, true);
+        assert_eq!((s.state(), s.ssthresh(), s.stats().ecn_reductions), (CaState::Cwr, 5, 2));
+        assert_eq!(s.stats().fast_recoveries + s.stats().retransmits, 0, "nothing was lost");
+    }
+
+    #[test]
+    fn without_ecn_negotiated_an_echo_is_ignored() {
+        let mut s = sender_with(TcpConfig { rack: false, tail_loss_probe: false, ..config() });
+        write(&mut s, 0, 40);
+        ack_each(&mut s, RTT, 1, 10, true);
+        assert_eq!((s.state(), s.cwnd(), s.stats().ecn_reductions, s.stats().delivered_ce), (CaState::Open, 20, 0, 0));
+    }
+
+    #[test]
+    fn dctcp_updates_alpha_once_per_window_of_data_and_cuts_by_half_of_it() {
+        let mut s = ecn_sender(CongestionControl::Dctcp);
+        assert_eq!(s.alpha(), Some(1024), "a new connection assumes every segment is marked");
+        write(&mut s, 0, 400);
+        // The first ACK ends the empty window before any data: α decays once (1024 − 64), and
+        // the next window ends at snd_nxt (segment 10).
+        s.on_ack_ecn(RTT, SEG, &[], false, None, false);
+        assert_eq!(s.alpha(), Some(960));
+        send(&mut s, RTT);
+        ack_each(&mut s, RTT, 2, 9, true);
+        assert_eq!(s.alpha(), Some(960), "no update within the window");
+        // snd_una reaches 10: 9 segments delivered since the first ACK, the last 8 with an echo
+        // (their ACKs carried ECE): α = 960 − 60 + (8 << 6) / 9 = 956.
+        s.on_ack_ecn(RTT, 10 * SEG, &[], false, None, false);
+        assert_eq!(s.alpha(), Some(956));
+        // The echoes put the sender in CWR: ssthresh = cwnd − cwnd·α/2048 at the first echo,
+        // with α = 960 then and the window 11: 11 − (11·960 >> 11) = 6.
+        assert_eq!((s.ssthresh(), s.stats().ecn_reductions), (6, 1));
+        assert_eq!(s.stats().delivered_ce, 8);
+    }
+
+    #[test]
+    fn a_loss_halves_a_dctcp_window_whatever_alpha_and_leaves_alpha_as_it_was() {
+        let mut s = ecn_sender(CongestionControl::Dctcp);
+        write(&mut s, 0, 400);
+        // Three unmarked windows (slow start: 10, 20, 40 segments) bring α to 1024·(15/16)³.
+        ack_each(&mut s, RTT, 1, 61, false);
+        let (alpha, cwnd) = (s.alpha().unwrap(), s.cwnd());
+        assert_eq!(alpha, 844);
+        // Segment 61 is lost: three SACKs above it start a recovery, which halves the window
+        // (Linux `dctcp_react_to_loss`), not α/2 of it (that would leave 59 %).
+        for k in 62..65 {
+            s.on_ack_ecn(2 * RTT, 61 * SEG, &[sack(62, k + 1)], false, None, false);
+        }
+        assert_eq!((s.state(), s.ssthresh()), (CaState::Recovery, cwnd / 2));
+        assert_eq!(s.alpha(), Some(alpha), "α is about marks, not losses");
+    }
+
+    #[test]
+    fn alpha_is_kept_across_an_idle_period_while_the_window_restarts() {
+        let mut s = ecn_sender(CongestionControl::Dctcp);
+        write(&mut s, 0, 100);
+        ack_each(&mut s, RTT, 1, 100, false);
+        let alpha = s.alpha().unwrap();
+        assert!(s.cwnd() > 10);
+        // Linux's DCTCP does nothing on idle: α stays; the window restarts as after any idle.
+        let later = 10 * 1000 * MS;
+        write(&mut s, later, 50);
+        assert_eq!((s.alpha(), s.cwnd()), (Some(alpha), 10));
+    }
+}

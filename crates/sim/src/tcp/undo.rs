@@ -108,6 +108,13 @@ impl Undo {
         self.marker.is_some()
     }
 
+    /// Linux `tcp_enter_cwr`: a reduction an ECN echo asked for is never undone — nor, once it
+    /// runs, the episode before it.
+    pub fn forbid(&mut self) {
+        self.marker = None;
+        self.prior_ssthresh = 0;
+    }
+
     /// The reduction was undone, or must not be: forget it. Returns `prior_ssthresh`.
     pub fn take(&mut self) -> u32 {
         self.marker = None;
