@@ -128,6 +128,8 @@ pub struct PortSample {
     pub queue_bytes: u64,
     /// Frames dropped so far.
     pub drops: u64,
+    /// Frames marked Congestion Experienced so far (ECN).
+    pub marks: u64,
 }
 
 /// One TCP sender's state at one instant, as Linux's `tcp_info` has it.
@@ -147,6 +149,8 @@ pub struct TcpSample {
     pub in_flight: u32,
     /// Congestion state (`tcpi_ca_state`): `open`, `disorder`, `cwr`, `recovery` or `loss`.
     pub state: &'static str,
+    /// DCTCP's α (0 to 1), for a DCTCP sender (Linux `dctcp_alpha`, out of 1024).
+    pub dctcp_alpha: Option<f64>,
 }
 
 /// Where samples go, in batches.

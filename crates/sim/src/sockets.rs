@@ -401,11 +401,11 @@ impl<M: Copy> Sockets<M> {
         }
     }
 
-    /// Port `p`'s queued bytes at `now` and its drops so far.
-    pub fn port_backlog(&mut self, p: u32, now: Nanos) -> (u64, u64) {
+    /// Port `p`'s queued bytes at `now`, and its drops and marks so far.
+    pub fn port_backlog(&mut self, p: u32, now: Nanos) -> (u64, u64, u64) {
         let f = &mut self.net;
         let bytes = f.ports[p as usize].backlog(now, &mut f.pools);
-        (bytes, f.ports[p as usize].drops)
+        (bytes, f.ports[p as usize].drops, f.ports[p as usize].marks)
     }
 
     /// TCP sender `s` of [`Sockets::targets`] (opening its connection: a trace samples it).
@@ -703,15 +703,7 @@ impl<M: Copy> Sockets<M> {
         }
         tcp.dup_acks = self.dup_acks;
         tcp.ce_received = self.ce_received;
-        let alphas: Vec<u32> = self
-            .conns
-            .iter()
-            .flat_map(|c| &c.ep)
-            .filter(|e| e.snd.snd_nxt() > 0)
-            .filter_map(|e| e.snd.alpha())
-            .collect();
-        report.dctcp_alpha =
-            (!alphas.is_empty()).then(|| alphas.iter().map(|&a| a as f64 / 1024.0).sum::<f64>() / alphas.len() as f64);
+        report.dctcp_alpha = self.mean_alpha();
         report.tcp = tcp;
         report.tcp_source = "model".into();
         let stats = |ports: Vec<&Port>| {
@@ -738,6 +730,19 @@ impl<M: Copy> Sockets<M> {
         report.wall_s = wall_s;
         report.sim_events_per_s = Some(if wall_s > 0.0 { built as f64 / wall_s } else { 0.0 });
         report.sim_work = Some(self.work(q));
+    }
+
+    /// DCTCP's α at the end, averaged over the senders weighted by the bytes each sent: the
+    /// data senders' estimate, not that of the ends that only sent requests.
+    fn mean_alpha(&self) -> Option<f64> {
+        let (mut sum, mut bytes) = (0.0, 0u64);
+        for snd in self.conns.iter().flat_map(|c| &c.ep).map(|e| &e.snd) {
+            if let Some(a) = snd.alpha() {
+                sum += a as f64 / 1024.0 * snd.snd_nxt() as f64;
+                bytes += snd.snd_nxt();
+            }
+        }
+        (bytes > 0).then(|| sum / bytes as f64)
     }
 
     /// The simulator's work: scheduler events of `q`, packets created, simulated time,

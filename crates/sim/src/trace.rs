@@ -52,8 +52,8 @@ impl<'a> Tracer<'a> {
         while self.next <= now {
             let t = self.next;
             for (i, &p) in self.ports.iter().enumerate() {
-                let (queue_bytes, drops) = net.port_backlog(p, t);
-                self.port_buf.push(PortSample { t_ns: t, port: i as u32, queue_bytes, drops });
+                let (queue_bytes, drops, marks) = net.port_backlog(p, t);
+                self.port_buf.push(PortSample { t_ns: t, port: i as u32, queue_bytes, drops, marks });
             }
             for (i, &s) in self.senders.iter().enumerate() {
                 let snd = net.sender(s);
@@ -65,6 +65,7 @@ impl<'a> Tracer<'a> {
                     srtt_ns: snd.srtt(),
                     in_flight: snd.in_flight(),
                     state: snd.state().name(),
+                    dctcp_alpha: snd.alpha().map(|a| a as f64 / 1024.0),
                 });
             }
             if self.port_buf.len() >= BATCH || self.tcp_buf.len() >= BATCH {

@@ -169,9 +169,9 @@ pub const TRACE_PORTS: &str = "trace-ports.parquet";
 pub const TRACE_TCP: &str = "trace-tcp.parquet";
 
 /// A [`TraceSink`] writing Parquet as the samples come, one row group per batch: port samples
-/// (`t_ns`, `t_s`, `port`, `queue_bytes`, `drops`) to one output, TCP samples (`t_ns`, `t_s`,
-/// `sender`, `cwnd`, `ssthresh` — null while infinite, `srtt_ms` — null before the first
-/// sample, `in_flight`, `state`) to the other.
+/// (`t_ns`, `t_s`, `port`, `queue_bytes`, `drops`, `marks`) to one output, TCP samples (`t_ns`,
+/// `t_s`, `sender`, `cwnd`, `ssthresh` — null while infinite, `srtt_ms` — null before the first
+/// sample, `in_flight`, `state`, `dctcp_alpha` — null but for DCTCP) to the other.
 pub struct TraceWriter<W: std::io::Write + Send> {
     ports: ArrowWriter<W>,
     tcp: ArrowWriter<W>,
@@ -216,6 +216,7 @@ impl<W: std::io::Write + Send> TraceWriter<W> {
             Field::new("port", DataType::Utf8, false),
             Field::new("queue_bytes", DataType::UInt64, false),
             Field::new("drops", DataType::UInt64, false),
+            Field::new("marks", DataType::UInt64, false),
         ]);
         let tcp_schema = schema(vec![
             Field::new("sender", DataType::Utf8, false),
@@ -224,6 +225,7 @@ impl<W: std::io::Write + Send> TraceWriter<W> {
             Field::new("srtt_ms", DataType::Float64, true),
             Field::new("in_flight", DataType::UInt32, false),
             Field::new("state", DataType::Utf8, false),
+            Field::new("dctcp_alpha", DataType::Float64, true),
         ]);
         let schemas = (port_schema, tcp_schema);
         Ok(TraceWriter {
@@ -255,6 +257,7 @@ impl<W: std::io::Write + Send> TraceWriter<W> {
                 Arc::new(StringArray::from_iter_values(ports.iter().map(name))),
                 Arc::new(UInt64Array::from_iter_values(ports.iter().map(|s| s.queue_bytes))),
                 Arc::new(UInt64Array::from_iter_values(ports.iter().map(|s| s.drops))),
+                Arc::new(UInt64Array::from_iter_values(ports.iter().map(|s| s.marks))),
             ];
             self.ports.write(&RecordBatch::try_new(self.schemas.0.clone(), columns)?)?;
             self.ports.flush()?;
@@ -270,6 +273,7 @@ impl<W: std::io::Write + Send> TraceWriter<W> {
                 Arc::new(tcp.iter().map(|s| s.srtt_ns.map(|r| r as f64 / NS_PER_MS as f64)).collect::<Float64Array>()),
                 Arc::new(UInt32Array::from_iter_values(tcp.iter().map(|s| s.in_flight))),
                 Arc::new(StringArray::from_iter_values(tcp.iter().map(|s| s.state))),
+                Arc::new(tcp.iter().map(|s| s.dctcp_alpha).collect::<Float64Array>()),
             ];
             self.tcp.write(&RecordBatch::try_new(self.schemas.1.clone(), columns)?)?;
             self.tcp.flush()?;

@@ -57,6 +57,9 @@ const COUNTS: &[&str] = &[
     "peak_token_queue",
     "edge_drops",
     "edge_peak_bytes",
+    "marks",
+    "delivered_ce",
+    "ecn_reductions",
 ];
 
 /// Columns of a sub-farm's sweep (reports with a `farm` section), after the summary.
@@ -88,6 +91,15 @@ const EDGE: &[Column] = &[
     }),
 ];
 
+/// Columns of a sweep with ECN (reports with marks or echoes): the switches' marks, the
+/// echoes the senders got, their window reductions, and DCTCP's α (0 without DCTCP).
+const ECN: &[Column] = &[
+    ("marks", |r| r.switch.marks as f64),
+    ("delivered_ce", |r| r.tcp.delivered_ce as f64),
+    ("ecn_reductions", |r| r.tcp.ecn_reductions as f64),
+    ("dctcp_alpha", |r| r.dctcp_alpha.unwrap_or(0.0)),
+];
+
 /// Columns of a DAQPIPE sweep (reports with a `pipe` section), after the summary.
 const PIPE: &[Column] = &[
     ("steady_recv_bps", |r| r.pipe.as_ref().map_or(0.0, |p| p.steady_recv_bps)),
@@ -116,6 +128,7 @@ pub fn write(out: &Path, axes: &[String], points: usize) -> anyhow::Result<(Path
         .chain(if has(|r| r.pipe.is_some()) { PIPE } else { &[] })
         .chain(if has(|r| r.fabric.is_some()) { FABRIC } else { &[] })
         .chain(if has(|r| r.edge.is_some()) { EDGE } else { &[] })
+        .chain(if has(|r| r.switch.marks > 0 || r.tcp.delivered_ce > 0) { ECN } else { &[] })
         .collect();
     let mut w = csv::Writer::from_path(&path).with_context(|| format!("cannot write {}", path.display()))?;
     let mut header: Vec<String> = ["point", "series", "repeat", "seed"].map(String::from).to_vec();

@@ -207,7 +207,7 @@ mod tests {
         let ports: Vec<PortSample> = kb
             .iter()
             .enumerate()
-            .map(|(i, &k)| PortSample { t_ns: i as u64 * 1000, port: 0, queue_bytes: k * 1000, drops: 0 })
+            .map(|(i, &k)| PortSample { t_ns: i as u64 * 1000, port: 0, queue_bytes: k * 1000, drops: 0, marks: 0 })
             .collect();
         let tcp = |t_ns, sender, cwnd, in_flight, state| TcpSample {
             t_ns,
@@ -217,6 +217,7 @@ mod tests {
             srtt_ns: Some(1_000_000),
             in_flight,
             state,
+            dctcp_alpha: None,
         };
         // Sender 0: idle, 10 in flight (open), 4 in flight (recovery), idle. Sender 1: 20 in flight.
         let windows = [

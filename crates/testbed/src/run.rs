@@ -357,6 +357,7 @@ impl Sampler {
                                 port: i as u32,
                                 queue_bytes: q.backlog_bytes,
                                 drops: q.drops,
+                                marks: 0,
                             });
                         }
                         next_trace = at + t.every;

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 /// hist: the latency distribution of each point, from its events.csv (sweep --per-event),
 /// else from the HDR histogram in its report.json.
 /// series: the time series a run recorded with --trace (daqnet sim … --trace …): --y
-/// queue_bytes (the default), drops, cwnd, ssthresh, srtt_ms or in_flight over time, one line
+/// queue_bytes (the default), drops, marks, cwnd, ssthresh, srtt_ms, in_flight or dctcp_alpha over time, one line
 /// per port or TCP sender; give several run folders to draw them side by side (a simulation
 /// and a testbed run of one scenario).
 /// Axes are named after the columns' meaning and ticked in their units (600 kB, 200 ms, 10 %);

@@ -131,6 +131,8 @@ pub fn collect(out: &Path, zero_ns: Nanos) -> anyhow::Result<(Vec<String>, Vec<T
                 srtt_ns: opt(srtt)?,
                 in_flight: num(in_flight)? as u32,
                 state: CA_STATES.get(num(ca)? as usize).copied().ok_or_else(bad)?,
+                // tcp_info has no α (INET_DIAG_DCTCPINFO has; not read).
+                dctcp_alpha: None,
             });
         }
         std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;

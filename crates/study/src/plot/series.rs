@@ -13,9 +13,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// The columns of the port samples that can be drawn; any other `--y` is a TCP column.
-const PORT_COLUMNS: &[&str] = &["queue_bytes", "drops"];
+const PORT_COLUMNS: &[&str] = &["queue_bytes", "drops", "marks"];
 /// The columns of the TCP samples that can be drawn.
-const TCP_COLUMNS: &[&str] = &["cwnd", "ssthresh", "srtt_ms", "in_flight"];
+const TCP_COLUMNS: &[&str] = &["cwnd", "ssthresh", "srtt_ms", "in_flight", "dctcp_alpha"];
 /// Axis names of the columns.
 const NAMES: &[(&str, &str)] = &[
     ("queue_bytes", "queue"),
@@ -24,6 +24,8 @@ const NAMES: &[(&str, &str)] = &[
     ("ssthresh", "slow-start threshold (segments)"),
     ("srtt_ms", "smoothed RTT (ms)"),
     ("in_flight", "segments in flight"),
+    ("marks", "ECN marks so far"),
+    ("dctcp_alpha", "DCTCP α"),
 ];
 /// Points per line beyond which each stretch of the line keeps only its lowest and highest
 /// value (an envelope: peaks and drains stay visible, the file stays small).
