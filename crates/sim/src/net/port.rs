@@ -89,8 +89,9 @@ pub struct Port {
     /// Frames offered while the link was down.
     pub lost_down: u64,
     shaper: Option<Shaper>,
-    /// How it marks ECN-capable frames, if it does.
-    marker: Option<Marker>,
+    /// How it marks ECN-capable frames, if it does (boxed: a port is read at every hop, and
+    /// most ports never mark).
+    marker: Option<Box<Marker>>,
     /// ECN-capable frames it marked Congestion Experienced.
     pub marks: u64,
 }
@@ -184,7 +185,7 @@ impl Port {
 
     /// Marks ECN-capable frames with `marker`.
     pub fn mark_with(&mut self, marker: Marker) {
-        self.marker = Some(marker);
+        self.marker = Some(Box::new(marker));
     }
 
     /// Whether it marks at all.

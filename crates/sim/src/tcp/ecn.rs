@@ -102,12 +102,15 @@ pub struct Echo {
     ce_state: bool,
     /// DCTCP: `rcv_nxt` after the last segment whose CE state was read (`prior_rcv_nxt`).
     prior_rcv_nxt: u64,
+    /// DCTCP's ACK of what arrived before a change of CE state, with the old state's ECE, to
+    /// send before anything else (`dctcp_ece_ack_update`'s `__tcp_send_ack`).
+    pub prior_ack: Option<(u64, bool)>,
 }
 
 impl Echo {
     /// The echo of a new connection.
     pub fn new(mode: EchoMode) -> Self {
-        Echo { mode, demand_cwr: false, seen: false, ce_state: false, prior_rcv_nxt: 0 }
+        Echo { mode, demand_cwr: false, seen: false, ce_state: false, prior_rcv_nxt: 0, prior_ack: None }
     }
 
     /// Whether segments sent now carry ECE.

@@ -70,11 +70,9 @@ pub struct Receiver {
     /// Short segments received since the last ACK, at most 2 (Linux `ICSK_ACK_PUSHED`,
     /// `ICSK_ACK_PUSHED2`).
     pushed: u8,
-    /// How CE marks are echoed, when ECN is negotiated.
-    echo: Option<Echo>,
-    /// DCTCP's ACK of what arrived before a change of CE state, with the old state's ECE: sent
-    /// before anything else (`dctcp_ece_ack_update`).
-    prior_ack: Option<(u64, bool)>,
+    /// How CE marks are echoed, when ECN is negotiated (boxed: a connection's state is read
+    /// at every arrival, and most runs have no ECN).
+    echo: Option<Box<Echo>>,
 }
 
 impl Receiver {
@@ -106,23 +104,22 @@ impl Receiver {
             interactive: false,
             lrcvtime: None,
             pushed: 0,
-            echo: p
-                .ecn
-                .then(|| Echo::new(if p.cc == CongestionControl::Dctcp { EchoMode::Dctcp } else { EchoMode::Classic })),
-            prior_ack: None,
+            echo: p.ecn.then(|| {
+                Box::new(Echo::new(if p.cc == CongestionControl::Dctcp { EchoMode::Dctcp } else { EchoMode::Classic }))
+            }),
         }
     }
 
     /// Whether the segments it sends now carry ECE.
     pub fn ece(&self) -> bool {
-        self.echo.as_ref().is_some_and(Echo::ece)
+        self.echo.as_ref().is_some_and(|e| e.ece())
     }
 
     /// The ACK DCTCP's echo asks to send before anything else, if any: (acknowledgement
     /// number, ECE). Unlike other ACKs it leaves the delayed-ACK state alone
     /// (`tcp_event_ack_sent` skips an ACK below `rcv_nxt`).
     pub fn take_prior_ack(&mut self) -> Option<(u64, bool)> {
-        self.prior_ack.take()
+        self.echo.as_mut().and_then(|e| e.prior_ack.take())
     }
 
     /// Next byte expected.
@@ -208,7 +205,7 @@ impl Receiver {
                 self.urgency = AckUrgency::Now;
             }
             EchoAction::StateChanged { prior } => {
-                self.prior_ack = prior;
+                echo.prior_ack = prior;
                 self.urgency = AckUrgency::Now;
             }
         }
