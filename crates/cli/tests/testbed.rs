@@ -410,6 +410,42 @@ fn a_testbed_trace_shows_the_collector_port_filling_to_its_buffer_and_draining()
 }
 
 #[test]
+fn incast_32_with_dctcp_is_marked_at_the_switch_and_echoed_by_the_receiver_to_daqnets_dctcp() {
+    let _g = serial();
+    if !root() {
+        return;
+    }
+    // clang and bpftool build daqnet's DCTCP (a BPF congestion control) and its marking (a tc
+    // BPF program on each bridge port).
+    let deps =
+        Command::new("scripts/testbed-deps.sh").current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..").status();
+    assert!(deps.is_ok_and(|s| s.success()), "scripts/testbed-deps.sh failed");
+    let before = daqnet_testbed::bpf_cc::DCTCP.available();
+    // 100 Mb/s, where two cores keep 32 senders' pace; a 1 MB port holds the first round's 32
+    // initial windows (486 kB), so every drop would be DCTCP's failure. Ideal round: 32 × 64 KiB
+    // of payload at 100 Mb/s in 1538-byte frames, 178.1 ms; measured 178.7 ms.
+    let wire_ms = 32.0 * 65536.0 * 8.0 / 1e8 * 1e3 * 1538.0 / 1448.0;
+    let sets = [
+        "network.readout_link_bps=100M",
+        "network.node_link_bps=100M",
+        "network.switch.buffer.port_bytes=1MB",
+        "network.tcp.congestion_control=dctcp",
+        "network.ecn={marking=\"step\",threshold_bytes=\"30kB\"}",
+    ];
+    let (r, _) = paced(|| incast("dctcp", 40, &sets), |(r, _)| f(&r["latency_ms"]["median"]) <= wire_ms * 1.1);
+    assert!(f(&r["latency_ms"]["median"]) <= wire_ms * 1.1, "median {} ms, wire {wire_ms:.1} ms", r["latency_ms"]);
+    assert_eq!((&r["switch"]["drops"], &r["tcp"]["timeouts"]), (&Value::from(0), &Value::from(0)));
+    // The collector's port marked (counted by the collector's kernel, IpExtInCEPkts), and the
+    // readout units' kernels delivered data on echoing ACKs (TCPDeliveredCE): ECN was
+    // negotiated, which Linux does for a DCTCP sender only with a DCTCP listener.
+    let marks = f(&switch_port(&r, "sw->node0")["marks"]);
+    assert!(marks > 1000.0, "{}", r["switch"]);
+    assert_eq!(f(&r["switch"]["marks"]), f(&r["tcp"]["ce_received"]), "every mark reached a host");
+    assert!(f(&r["tcp"]["delivered_ce"]) > 0.5 * marks, "{}", r["tcp"]);
+    assert_eq!(daqnet_testbed::bpf_cc::DCTCP.available(), before, "the run removed what it added to the kernel");
+}
+
+#[test]
 fn incast_32_with_a_5ms_minimum_rto_has_no_round_above_100ms() {
     let _g = serial();
     if !root() {
@@ -714,7 +750,7 @@ fn a_static_window_holds_each_flight_at_the_window_through_the_daqring_switch() 
     let deps =
         Command::new("scripts/testbed-deps.sh").current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..").status();
     assert!(deps.is_ok_and(|s| s.success()), "scripts/testbed-deps.sh failed");
-    let before = daqnet_testbed::static_cc::available();
+    let before = daqnet_testbed::bpf_cc::STATIC.available();
     let sets = ["run.events=100", "network.tcp.congestion_control=static", "network.tcp.static_cwnd_segments=4"];
     let min_goodput_bps = 0.9 * A2A_MAX_BPS;
     // One connection per readout unit and collector node, 4 full frames each, plus a few
@@ -730,7 +766,7 @@ fn a_static_window_holds_each_flight_at_the_window_through_the_daqring_switch() 
     let rings = daqrings(&r);
     assert_eq!(rings.len(), 4);
     assert!(held(&r), "{rings:?}");
-    assert_eq!(daqnet_testbed::static_cc::available(), before, "the run removed what it added to the kernel");
+    assert_eq!(daqnet_testbed::bpf_cc::STATIC.available(), before, "the run removed what it added to the kernel");
 }
 
 /// The LHCb sub-farm of LHCb 2002-049 in the testbed: an SFC on a 1 Gb/s link, 20 workers on

@@ -23,6 +23,8 @@ pub struct Criteria {
     pub incast_share: f64,
     /// Largest relative difference of goodput (0.1 = ±10 %).
     pub goodput_tolerance: f64,
+    /// Largest factor between the ECN marks of the two sides.
+    pub marks_factor: f64,
 }
 
 impl Default for Criteria {
@@ -33,6 +35,7 @@ impl Default for Criteria {
             onset_tolerance: 0.25,
             incast_share: 0.01,
             goodput_tolerance: 0.1,
+            marks_factor: 1.5,
         }
     }
 }
@@ -82,6 +85,11 @@ impl Runs {
     /// Mean goodput, bit/s.
     pub fn goodput_bps(&self) -> f64 {
         self.mean(|r| r.goodput_bps)
+    }
+
+    /// Mean ECN marks at the switches per run.
+    pub fn marks(&self) -> f64 {
+        self.mean(|r| r.switch.marks as f64)
     }
 
     /// (sub-farm runs) Per-worker throughput over the runs: lowest, highest and mean
@@ -152,6 +160,11 @@ pub struct Agreement {
     pub onset_agrees: bool,
     /// Points whose goodputs are within tolerance, of all points.
     pub goodputs: (usize, usize),
+    /// With ECN: points whose marks are within a factor of each other, of the points where
+    /// either side marked.
+    pub marks: (usize, usize),
+    /// Points where both sides dropped, or neither did, of all points.
+    pub drops_alike: (usize, usize),
 }
 
 /// Reads both sweeps' points into pairs, the repeats of each combination of axis values
@@ -193,7 +206,15 @@ pub fn agreement(pairs: &[Pair], c: &Criteria) -> Agreement {
         _ => false,
     };
     let goodputs = pairs.iter().filter(|p| (p.goodput_ratio() - 1.0).abs() <= c.goodput_tolerance).count();
+    let marking: Vec<&Pair> = pairs.iter().filter(|p| p.reference.marks() > 0.0 || p.model.marks() > 0.0).collect();
+    let within = |p: &&&Pair| {
+        let (a, b) = (p.reference.marks(), p.model.marks());
+        a.min(b) > 0.0 && a.max(b) / a.min(b) <= c.marks_factor
+    };
+    let alike = pairs.iter().filter(|p| (p.reference.drops() > 0.0) == (p.model.drops() > 0.0)).count();
     Agreement {
+        marks: (marking.iter().filter(within).count(), marking.len()),
+        drops_alike: (alike, pairs.len()),
         medians: (close, quiet.len()),
         shares: (shares, pairs.len()),
         onsets,
@@ -219,6 +240,7 @@ pub fn write_csv(pairs: &[Pair], path: &Path, names: (&str, &str)) -> anyhow::Re
             "drops",
             "timeouts",
             "goodput_bps",
+            "marks",
         ] {
             head.push(format!("{side}_{col}"));
         }
@@ -231,7 +253,7 @@ pub fn write_csv(pairs: &[Pair], path: &Path, names: (&str, &str)) -> anyhow::Re
             let (lo, hi) = r.share_range();
             row.push(r.0.len().to_string());
             row.extend(
-                [r.median_ms(), r.p99_ms(), r.share(), lo, hi, r.drops(), r.timeouts(), r.goodput_bps()]
+                [r.median_ms(), r.p99_ms(), r.share(), lo, hi, r.drops(), r.timeouts(), r.goodput_bps(), r.marks()]
                     .map(|x| format!("{x}")),
             );
         }
@@ -294,6 +316,15 @@ pub fn render(pairs: &[Pair], a: &Agreement, c: &Criteria, names: (&str, &str)) 
         format!("points within a factor {} (or both < {:.0} %)", c.share_factor, 100.0 * c.incast_share),
     );
     count("goodput", a.goodputs, format!("points within ±{:.0} %", 100.0 * c.goodput_tolerance));
+    if a.marks.1 > 0 {
+        count("ECN marks", a.marks, format!("points where either side marked within a factor {}", c.marks_factor));
+        count("drops", a.drops_alike, "points where both sides drop or neither does".into());
+        let _ = writeln!(s, "ECN marks per run, {} / {}:", names.0, names.1);
+        for p in pairs {
+            let v = p.values.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>().join(" × ");
+            let _ = writeln!(s, "  {v:<20} | {:.0} / {:.0}", p.reference.marks(), p.model.marks());
+        }
+    }
     if pairs.iter().any(|p| p.reference.worker_spread().is_some()) {
         let _ = writeln!(s, "per-worker throughput, lowest and highest over the mean (cv):");
         let spread = |r: &Runs| match r.worker_spread() {

@@ -13,13 +13,14 @@
 //! [`plan`] derives the testbed from a scenario's network plan without touching the system, as
 //! [`steps`]; [`lifecycle`] brings it up and down; [`run`] runs a scenario in it.
 
+pub mod bpf_cc;
 pub mod controller;
 pub mod kernel_hz;
 pub mod lifecycle;
+pub mod marking;
 pub mod netns;
 pub mod ovs;
 pub mod plan;
 pub mod qdisc;
 pub mod run;
-pub mod static_cc;
 pub mod steps;

@@ -96,8 +96,8 @@ pub enum Up {
 pub fn up(plan: &TestbedPlan, owner: Option<u32>, scenario: &str) -> anyhow::Result<Up> {
     check_prerequisites()?;
     remove_leftovers()?;
-    if plan.congestion == crate::static_cc::NAME {
-        crate::static_cc::ensure().context("network.tcp.congestion_control = \"static\"")?;
+    if let Some(cc) = crate::bpf_cc::named(&plan.congestion) {
+        cc.ensure().context("network.tcp.congestion_control (a congestion control daqnet builds as BPF)")?;
     }
     if matches!(plan.switch, crate::plan::TestbedSwitch::Fabric(_)) {
         let found = Command::new("ovs-vswitchd").arg("--version").output().is_ok_and(|o| o.status.success());
@@ -124,6 +124,12 @@ pub fn up(plan: &TestbedPlan, owner: Option<u32>, scenario: &str) -> anyhow::Res
     std::fs::write(&path, serde_json::to_string_pretty(&state)?)
         .with_context(|| format!("cannot write {}", path.display()))?;
     let t0 = Instant::now();
+    if let Some(k) = plan.mark_above_bytes {
+        if let Err(e) = crate::marking::build(&plan.id, k) {
+            let _ = down(&plan.id);
+            return Err(e.context("network.ecn (ECN marking, a tc BPF program daqnet builds)"));
+        }
+    }
     for s in &steps {
         if let Err(e) = perform(s) {
             let _ = down(&plan.id);
@@ -160,6 +166,7 @@ pub fn down(id: &str) -> anyhow::Result<usize> {
     // Open vSwitch's database, sockets and logs; its daemons ran in the switch namespace and
     // were stopped with everything else there.
     let _ = std::fs::remove_dir_all(crate::steps::ovs_dir(id));
+    let _ = std::fs::remove_dir_all(crate::marking::dir(id));
     Ok(mine.len())
 }
 

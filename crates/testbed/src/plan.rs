@@ -2,12 +2,13 @@
 //! namespace per host, a switch namespace with a Linux bridge, one veth link per host, and the
 //! shaping of both ends of every link. [`TestbedPlan::steps`] lists the commands that build it.
 
+use crate::marking;
 use crate::ovs::{FabricHosts, OvsFabric};
 pub use crate::steps::{
     mac, shaper, simulated_backlog, switch_queue_limit, Step, HOST_QUEUE_BYTES, SWITCH_BURST_NS, WIRE_OVERHEAD_BYTES,
 };
 use crate::steps::{run, skb_bytes};
-use daqnet_core::scenario::{CongestionControl, DaqringConfig, SwitchKind, Topology};
+use daqnet_core::scenario::{CongestionControl, DaqringConfig, EcnMarking, SwitchKind, Topology};
 use daqnet_core::Scenario;
 use daqnet_core::{NodeId, ReadoutId, WorkerId};
 use daqnet_evb::role::{RoleId, RoleKind};
@@ -157,6 +158,11 @@ pub struct TestbedPlan {
     pub tail_loss_probe: bool,
     /// `net.ipv4.tcp_frto = 2` (else 0): F-RTO.
     pub frto: bool,
+    /// `net.ipv4.tcp_ecn = 1` (else the kernel's default, 2: accept ECN, never ask for it).
+    pub ecn: bool,
+    /// ECN marking at every bridge port: the tbf backlog, in bytes, above which a frame is
+    /// marked ([`crate::marking`]).
+    pub mark_above_bytes: Option<u64>,
     /// CPUs of this machine (receive packet steering spreads flows over all of them).
     pub cpus: u32,
     /// What switches the hosts' traffic.
@@ -316,6 +322,13 @@ fn unsupported_ports(network: &NetworkPlan, mtu_bytes: u32) -> Problems {
             ),
             _ => {}
         }
+        if port.marking.is_some() && sw.role != SwitchRole::Star {
+            bad(
+                "network.ecn".into(),
+                "is set; the testbed marks only at the ports of a star's bridge (the simulator marks everywhere)"
+                    .into(),
+            );
+        }
     }
     if !network.edge_ports.is_empty() {
         bad(
@@ -345,12 +358,17 @@ fn unsupported_settings(sc: &Scenario, id: &str, hosts: u32) -> (Problems, Probl
             format!("is {}; a route's rto_min is a whole number of ms (at least 1 ms)", n.tcp.min_rto_ns),
         ));
     }
-    if n.ecn.is_some() {
-        late.push(("network.ecn".into(), "is set; the testbed does not mark ECN yet (the simulator does)".into()));
-    }
-    if n.tcp.uses_ecn() {
-        let field = if n.tcp.ecn { "network.tcp.ecn" } else { "network.tcp.congestion_control" };
-        late.push((field.into(), "uses ECN; the testbed does not negotiate ECN yet (the simulator does)".into()));
+    match &n.ecn {
+        Some(EcnMarking::Red { .. }) => late.push((
+            "network.ecn.marking".into(),
+            "is red; the testbed marks with a step (marking = \"step\", threshold_bytes; the simulator models red)"
+                .into(),
+        )),
+        Some(EcnMarking::Step { threshold_packets: Some(_), .. }) => late.push((
+            "network.ecn.threshold_packets".into(),
+            "is set; the testbed's marking reads the queue in bytes: give threshold_bytes".into(),
+        )),
+        _ => {}
     }
     if hosts > MAX_BRIDGE_PORTS {
         let s = &sc.system;
@@ -428,9 +446,8 @@ impl TestbedPlan {
             CongestionControl::Newreno => "reno",
             CongestionControl::Cubic => "cubic",
             // Linux has none: daqnet's own, a BPF program holding the window at initcwnd.
-            CongestionControl::Static => crate::static_cc::NAME,
-            // Refused by `unsupported_settings`.
-            CongestionControl::Dctcp => "dctcp",
+            CongestionControl::Static => crate::bpf_cc::STATIC.name,
+            CongestionControl::Dctcp => crate::bpf_cc::DCTCP.name,
         };
         TestbedPlan {
             id: id.to_string(),
@@ -455,6 +472,11 @@ impl TestbedPlan {
             rack: n.tcp.rack,
             tail_loss_probe: n.tcp.tail_loss_probe,
             frto: n.tcp.frto,
+            ecn: n.tcp.uses_ecn(),
+            mark_above_bytes: match n.ecn {
+                Some(EcnMarking::Step { threshold_bytes: Some(k), .. }) => Some(marking::threshold(k, n.mtu_bytes)),
+                _ => None,
+            },
             cpus: std::thread::available_parallelism().map_or(1, |c| c.get() as u32),
             switch,
         }
@@ -590,6 +612,13 @@ impl TestbedPlan {
             if let Some(supervisor) = self.control_first().filter(|&ip| ip != h.ip) {
                 v.extend(control_band(sw, &h.short, limit, self.mtu_bytes, supervisor));
             }
+            if self.mark_above_bytes.is_some() {
+                let object = marking::object(&self.id).display().to_string();
+                v.push(run(&["tc", "-n", sw, "qdisc", "add", "dev", &h.short, "clsact"]));
+                #[rustfmt::skip]
+                v.push(run(&["tc", "-n", sw, "filter", "add", "dev", &h.short, "egress", "bpf", "direct-action",
+                    "obj", &object, "sec", "tc"]));
+            }
         }
         v
     }
@@ -606,7 +635,8 @@ impl TestbedPlan {
             // Every run starts cold: no RTT or window remembered from an earlier connection.
             ("net.ipv4.tcp_no_metrics_save", "1".into()),
         ];
-        tcp.into_iter().map(|(key, value)| Step::Sysctl { ns: ns.into(), key: key.into(), value }).collect()
+        let ecn = self.ecn.then(|| ("net.ipv4.tcp_ecn", "1".to_string()));
+        tcp.into_iter().chain(ecn).map(|(key, value)| Step::Sysctl { ns: ns.into(), key: key.into(), value }).collect()
     }
 
     /// The switch's ports whose queues are sampled during a run: (interface in the switch
@@ -924,6 +954,39 @@ mod tests {
         assert_eq!(p.congestion, "daqnet_static");
         assert_eq!(p.deployed(&sc).deploy.tcp_congestion, "daqnet_static");
         assert_eq!(p.initcwnd_segments, 24, "the BPF program keeps the window it starts with");
+    }
+
+    #[test]
+    fn dctcp_and_a_step_mark_every_bridge_port_against_its_tbf_backlog() {
+        let mut sc = incast();
+        sc.network.tcp.congestion_control = CongestionControl::Dctcp;
+        sc.network.ecn = Some(EcnMarking::Step { threshold_bytes: Some(30_000), threshold_packets: None });
+        let p = TestbedPlan::new(&sc, "t1").unwrap();
+        assert_eq!(p.deployed(&sc).deploy.tcp_congestion, "daqnet_dctcp");
+        // 30 kB of simulated frames (header to FCS, the one on the wire included) are what waits
+        // in tbf in skb->len: (30,000 − a 1518-byte frame) × 1514 / 1518 = 28,406 bytes.
+        assert_eq!(p.mark_above_bytes, Some(28_406));
+        let steps: Vec<String> = p.steps().iter().map(|s| s.to_string()).collect();
+        let at = |needle: &str| steps.iter().position(|s| s == needle).unwrap_or_else(|| panic!("{needle}"));
+        let tbf = steps.iter().position(|s| s.starts_with("tc -n daqnet-t1-sw qdisc replace dev c0 root")).unwrap();
+        let clsact = at("tc -n daqnet-t1-sw qdisc add dev c0 clsact");
+        let filter = at("tc -n daqnet-t1-sw filter add dev c0 egress bpf direct-action obj \
+                         /run/daqnet/testbed/t1.mark/mark.bpf.o sec tc");
+        assert!(tbf < clsact && clsact < filter, "the port's queue, then its hook, then the program");
+        let hooked = steps.iter().filter(|s| s.ends_with(" clsact")).count();
+        assert_eq!(hooked, p.hosts.len(), "every bridge port marks");
+        assert!(steps.contains(&"sysctl daqnet-t1-r0: net.ipv4.tcp_ecn=1".to_string()));
+        // Without ECN the steps are those of before: no hook, no sysctl.
+        let plain: Vec<String> =
+            TestbedPlan::new(&incast(), "t1").unwrap().steps().iter().map(|s| s.to_string()).collect();
+        assert!(!plain.iter().any(|s| s.contains("clsact") || s.contains("tcp_ecn")));
+        // What the testbed's marking cannot do is named.
+        sc.network.ecn = Some(EcnMarking::Step { threshold_bytes: None, threshold_packets: Some(20) });
+        let fields: Vec<String> = TestbedPlan::new(&sc, "t1").unwrap_err().into_iter().map(|(f, _)| f).collect();
+        assert_eq!(fields, ["network.ecn.threshold_packets"]);
+        sc.network.ecn = Some(EcnMarking::Red { min_bytes: 1, max_bytes: 2, max_probability: 0.1 });
+        let fields: Vec<String> = TestbedPlan::new(&sc, "t1").unwrap_err().into_iter().map(|(f, _)| f).collect();
+        assert_eq!(fields, ["network.ecn.marking"]);
     }
 
     #[test]

@@ -2,13 +2,13 @@
 //! namespaces, sample the switch queues while it runs, and add the kernel's counters to the
 //! run report.
 
+use crate::bpf_cc;
 use crate::controller::{check_spines, port_drops, FabricControl, PortDrops};
 use crate::lifecycle::Owned;
 use crate::netns;
 use crate::ovs::OvsFabric;
 use crate::plan::{simulated_backlog, TestbedPlan, TestbedSwitch};
 use crate::qdisc::QdiscReader;
-use crate::static_cc;
 use anyhow::Context;
 use daqnet_core::report::{FabricStats, HostStats, PortStats, RunReport, SwitchStats, TcpCounters};
 use daqnet_core::trace::{PortSample, TraceSpec};
@@ -75,12 +75,15 @@ fn run_id() -> String {
 pub fn run(sc: &Scenario, opts: &TestbedRunOptions) -> anyhow::Result<TestbedRun> {
     let id = run_id();
     let plan = TestbedPlan::checked(sc, &id, &opts.origin)?;
-    // A static window needs daqnet's congestion control in the kernel; a run that had to add it
-    // removes it again.
-    let added_cc = plan.congestion == static_cc::NAME && static_cc::ensure()?;
+    // A static window or DCTCP needs daqnet's congestion control in the kernel; a run that had
+    // to add it removes it again.
+    let added_cc = match bpf_cc::named(&plan.congestion) {
+        Some(cc) => cc.ensure()?.then_some(cc),
+        None => None,
+    };
     let result = run_in(sc, plan, opts);
-    if added_cc {
-        static_cc::unregister()?;
+    if let Some(cc) = added_cc {
+        cc.unregister()?;
     }
     result
 }
@@ -151,7 +154,17 @@ fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow:
         add_ovs_drops(f, &mut ports, &ovs_drops);
     }
     ports.extend(egress.into_iter().flatten());
-    report.switch = SwitchStats { drops: ports.iter().map(|p| p.drops).sum(), marks: 0, ports };
+    if plan.mark_above_bytes.is_some() {
+        // A bridge port's frames all reach one host, and nothing else marks: the CE-marked
+        // packets that host received (IpExtInCEPkts) are the port's marks.
+        for h in &hosts {
+            if let Some(p) = ports.iter_mut().find(|p| p.name == format!("sw->{}", h.host)) {
+                p.marks = h.tcp.ce_received;
+            }
+        }
+    }
+    let (drops, marks) = (ports.iter().map(|p| p.drops).sum(), ports.iter().map(|p| p.marks).sum());
+    report.switch = SwitchStats { drops, marks, ports };
     report.hosts = hosts;
     report.tcp = TcpCounters::default();
     for h in &report.hosts {
