@@ -12,11 +12,12 @@
 mod info;
 mod settings;
 
-use crate::packet::{Direction, Options, Segment, TcpOption};
+use crate::packet::{Direction, Ecn, Options, Segment, TcpOption};
 use crate::script::{Action, Event, Script, Time};
 use daqnet_core::scenario::{CongestionControl, TcpConfig, TickPhase};
 use daqnet_core::Nanos;
 use daqnet_sim::net::wire::TCP_TIMESTAMPS_BYTES;
+use daqnet_sim::tcp::ecn::EcnBits;
 use daqnet_sim::tcp::undo::ts_ms;
 use daqnet_sim::tcp::{AckUrgency, Receiver, Sender, TcpParams, Transmission};
 use std::collections::VecDeque;
@@ -129,7 +130,12 @@ struct Runner {
     names: std::collections::HashMap<String, i64>,
     /// Actual time of the previous event: relative times count from it.
     last: Nanos,
-    sent: VecDeque<(Nanos, Piece)>,
+    /// What the socket sent, when, with its ECN bits (codepoint, ECE, CWR).
+    sent: VecDeque<(Nanos, Piece, EcnBits)>,
+    /// `tcp_ecn`: 1 asks for ECN and accepts it, 2 (Linux's default) only accepts it, 0 neither.
+    ecn_setting: u8,
+    /// The peer's SYN or SYN-ACK offered ECN.
+    peer_ecn: bool,
 }
 
 fn unsupported(what: impl Into<String>) -> Outcome {
@@ -204,6 +210,8 @@ impl Runner {
             names: Default::default(),
             last: 0,
             sent: VecDeque::new(),
+            ecn_setting: 2,
+            peer_ecn: false,
         }
     }
 
@@ -281,6 +289,11 @@ impl Runner {
     /// into MSS pieces, else an ACK the receiver owes now.
     fn pump(&mut self, now: Nanos) {
         let Some(c) = self.conn.as_mut() else { return };
+        // DCTCP's ACK of what arrived before a change of CE state goes first.
+        if let Some((ack, ece)) = c.rcv.take_prior_ack() {
+            let bits = EcnBits::new(c.snd.ect(false), ece, false);
+            self.sent.push_back((now, Piece::bare_ack(ack), bits));
+        }
         let mut out: Vec<Transmission> = Vec::new();
         c.snd.transmit(now, self.mss, &mut out);
         for t in out.iter().filter(|t| !t.retransmit && t.end - t.start < u64::from(self.mss)) {
@@ -290,7 +303,10 @@ impl Runner {
             self.small_end = t.end;
         }
         for t in &out {
-            self.sent.extend(mss_pieces(t.start, t.end, self.mss).map(|p| (now, p)));
+            // CWR rides on the first segment only (the others of a TSO burst have it cleared).
+            let ect = c.snd.ect(!t.retransmit);
+            let bits = |i: usize| EcnBits::new(ect, c.rcv.ece(), t.cwr && i == 0);
+            self.sent.extend(mss_pieces(t.start, t.end, self.mss).enumerate().map(|(i, p)| (now, p, bits(i))));
         }
         if !out.is_empty() {
             c.rcv.on_data_sent(now);
@@ -299,7 +315,8 @@ impl Runner {
             let mut sacks = [(0, 0); 3];
             let (ack, blocks) = c.rcv.ack_fields(&mut sacks);
             c.rcv.on_ack_sent();
-            self.sent.push_back((now, Piece::Ack { ack, sacks, blocks }));
+            let bits = EcnBits::new(c.snd.ect(false), c.rcv.ece(), false);
+            self.sent.push_back((now, Piece::Ack { ack, sacks, blocks }, bits));
         }
     }
 
@@ -311,11 +328,14 @@ impl Runner {
         let (earliest, latest, _) = self.window(e.time);
         self.run_timers(latest, true);
         let mut want = self.wanted(e.line, seg)?;
-        for piece in &mut want {
-            let Some((t, got)) = self.sent.pop_front() else {
+        for (i, piece) in want.iter_mut().enumerate() {
+            let Some((t, got, bits)) = self.sent.pop_front() else {
                 let what = format!("expected {} by {} s, the model sent nothing", show(piece), secs(latest));
                 return Err(fail(e.line, what));
             };
+            if let Some(what) = ecn_mismatch(seg, bits, i == 0) {
+                return Err(fail(e.line, format!("{}: {what}", show(piece))));
+            }
             if got != *piece || t < earliest || t > latest {
                 let what = format!(
                     "expected {} at {}..{} s, got {} at {} s",
@@ -362,7 +382,7 @@ impl Runner {
                 }
                 Options::List(_) => return Err(fail(line, "more than three SACK blocks")),
                 _ => match self.sent.front() {
-                    Some(&(_, Piece::Ack { sacks: s, blocks: b, .. })) => {
+                    Some(&(_, Piece::Ack { sacks: s, blocks: b, .. }, _)) => {
                         sacks = s;
                         b
                     }
@@ -396,10 +416,11 @@ impl Runner {
         if let Some(ack) = seg.ack {
             // The FIN takes one sequence number, which the sender does not count.
             let ack = (u64::from(ack) - 1).min(c.snd.write_seq());
-            c.snd.on_ack(at, ack, &sack_blocks(seg), seg.len > 0, ecr);
+            c.snd.on_ack_ecn(at, ack, &sack_blocks(seg), seg.len > 0, ecr, seg.flags.ece);
         }
         if seg.len > 0 {
-            c.rcv.on_segment(at, seg.start as u64 - 1, seg.end as u64 - 1, c.snd.rtt_bounds());
+            let bits = inbound_ecn(seg);
+            c.rcv.on_data(at, seg.start as u64 - 1, seg.end as u64 - 1, bits, c.snd.rtt_bounds());
             c.last_len = seg.len;
         }
         if seg.flags.fin {
@@ -408,7 +429,8 @@ impl Runner {
             }
             // Linux `tcp_fin` in FIN-WAIT-2: the FIN is acknowledged at once.
             let ack = seg.end as u64;
-            self.sent.push_back((at, Piece::bare_ack(ack)));
+            let bits = EcnBits::new(c.snd.ect(false), c.rcv.ece(), false);
+            self.sent.push_back((at, Piece::bare_ack(ack), bits));
         }
         self.pump(at);
         Ok(())
@@ -435,6 +457,8 @@ impl Runner {
 
     /// The peer's SYN (passive open: the SYN-ACK goes out at once) or SYN-ACK (active open).
     fn inbound_syn(&mut self, line: usize, seg: &Segment, at: Nanos) -> Result<(), Outcome> {
+        // A SYN asks for ECN with ECE and CWR, a SYN-ACK agrees with ECE alone (RFC 3168 §6.1.1).
+        self.peer_ecn = if self.active { seg.flags.ece && !seg.flags.cwr } else { seg.flags.ece && seg.flags.cwr };
         if let Options::List(opts) = &seg.options {
             for o in opts {
                 match o {
@@ -448,10 +472,12 @@ impl Runner {
         }
         if self.active {
             self.establish(line, at)?;
-            self.sent.push_back((at, Piece::bare_ack(0)));
+            self.sent.push_back((at, Piece::bare_ack(0), EcnBits::default()));
         } else {
             self.syn_at = Some(at);
-            self.sent.push_back((at, Piece::Syn));
+            // Linux `tcp_ecn_make_synack`: ECE when it accepts the peer's request.
+            let bits = EcnBits::new(false, self.peer_ecn && self.accepts_ecn(), false);
+            self.sent.push_back((at, Piece::Syn, bits));
         }
         Ok(())
     }
@@ -464,7 +490,8 @@ impl Runner {
         if self.timestamps {
             self.mss -= TCP_TIMESTAMPS_BYTES;
         }
-        let config = TcpConfig { sack: self.config.sack && self.sack, ..self.config.clone() };
+        let ecn = self.peer_ecn && if self.active { self.asks_ecn() } else { self.accepts_ecn() };
+        let config = TcpConfig { sack: self.config.sack && self.sack, ecn, ..self.config.clone() };
         let params = TcpParams { timestamps: self.timestamps, ..TcpParams::from_config(&config, self.mss) };
         let mut snd = Sender::new(&params);
         snd.seed_rtt(at - syn_at);
@@ -479,7 +506,9 @@ impl Runner {
             "connect" => {
                 self.active = true;
                 self.syn_at = Some(at);
-                self.sent.push_back((at, Piece::Syn));
+                // Linux `tcp_ecn_send_syn`: ECE and CWR when it asks for ECN.
+                let ask = self.asks_ecn();
+                self.sent.push_back((at, Piece::Syn, EcnBits::new(false, ask, ask)));
                 Ok(())
             }
             "setsockopt" => self.setsockopt(line, args),
@@ -522,9 +551,58 @@ impl Runner {
         }
         let seq = c.snd.write_seq();
         c.fin = Some(seq);
-        self.sent.push_back((at, Piece::Fin { seq }));
+        self.sent.push_back((at, Piece::Fin { seq }, EcnBits::new(false, c.rcv.ece(), false)));
         Ok(())
     }
+
+    /// Whether a connect asks for ECN: `tcp_ecn = 1`, or a congestion control that needs it.
+    fn asks_ecn(&self) -> bool {
+        self.ecn_setting == 1 || self.config.congestion_control == CongestionControl::Dctcp
+    }
+
+    /// Whether a listener accepts ECN when asked: `tcp_ecn` 1 or 2, or DCTCP.
+    fn accepts_ecn(&self) -> bool {
+        self.ecn_setting != 0 || self.config.congestion_control == CongestionControl::Dctcp
+    }
+}
+
+/// The ECN bits of an inbound segment: its codepoint (ECT(0), ECT(1) or either is ECN-capable)
+/// and its CWR flag.
+fn inbound_ecn(seg: &Segment) -> EcnBits {
+    let bits = EcnBits::new(matches!(seg.ecn, Some(Ecn::Ect0 | Ecn::Ect1 | Ecn::Ect01)), false, seg.flags.cwr);
+    match seg.ecn {
+        Some(Ecn::Ce) => EcnBits::new(true, false, seg.flags.cwr).marked(),
+        _ => bits,
+    }
+}
+
+/// How the socket's ECN bits differ from what a `>` line expects of one of its MSS pieces, if
+/// they do: its E and W flags always (W on the `first` piece only: Linux clears CWR on the
+/// other segments of a TSO burst), its codepoint when the line gives one.
+fn ecn_mismatch(seg: &Segment, bits: EcnBits, first: bool) -> Option<String> {
+    let flag = |on: bool, f: &str| if on { f.to_string() } else { format!("no {f}") };
+    let cwr = seg.flags.cwr && first;
+    if seg.flags.ece != bits.ece() || cwr != bits.cwr() {
+        return Some(format!(
+            "expected {} and {}, the model sent {} and {}",
+            flag(seg.flags.ece, "ECE"),
+            flag(cwr, "CWR"),
+            flag(bits.ece(), "ECE"),
+            flag(bits.cwr(), "CWR")
+        ));
+    }
+    let ect = match seg.ecn? {
+        Ecn::NotEct => false,
+        Ecn::Ect0 | Ecn::Ect01 => true,
+        Ecn::Ect1 | Ecn::Ce => return Some("ECT(1) or CE expected; the model sends ECT(0) or nothing".into()),
+    };
+    (ect != bits.ect()).then(|| {
+        format!(
+            "expected {}, the model sent {}",
+            if ect { "ECT(0)" } else { "no ECT" },
+            if bits.ect() { "ECT(0)" } else { "no ECT" }
+        )
+    })
 }
 
 /// A piece as a script would write it (sequence numbers from 1).
@@ -588,8 +666,11 @@ mod tests {
 
     #[test]
     fn what_the_model_lacks_is_unsupported_and_named() {
-        let ecn = Script::parse(&format!("`sysctl -q net.ipv4.tcp_ecn=1`\n{OPEN}")).expect("parses");
-        assert_eq!(run(&ecn, Path::new("."), 1000), Outcome::Unsupported("the setting tcp_ecn=1".into()));
+        let ecn = Script::parse(&format!("`sysctl -q net.ipv4.tcp_ecn=3`\n{OPEN}")).expect("parses");
+        assert_eq!(
+            run(&ecn, Path::new("."), 1000),
+            Outcome::Unsupported("the setting net.ipv4.tcp_ecn=3 (AccECN is not modelled)".into())
+        );
         // A peer window of 2000 bytes (16 << 7 = 2048) would hold back a flight of 3000.
         match outcome("  +.1 < . 1:1(0) ack 1 win 16\n   +0 write(4, ..., 3000) = 3000\n") {
             Outcome::Unsupported(what) => assert!(what.contains("peer's window of 2048 bytes"), "{what}"),

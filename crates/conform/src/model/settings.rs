@@ -73,9 +73,13 @@ impl Runner {
                 let us: u64 = value.parse().map_err(|_| unsupported(format!("{key}={value}")))?;
                 c.min_rto_ns = us * 1000;
             }
-            // ECN: the model has none yet; off is what it does.
-            "tcp_ecn" if value == "0" => {}
-            // The ECN option only counts once ECN is negotiated, which the model never does.
+            // RFC 3168 ECN: 0 off, 1 asked for and accepted, 2 (the default) accepted only;
+            // AccECN (3 to 5) is not modelled.
+            "tcp_ecn" => match value.parse::<u8>() {
+                Ok(v @ 0..=2) => self.ecn_setting = v,
+                _ => return Err(unsupported(format!("the setting {key}={value} (AccECN is not modelled)"))),
+            },
+            // AccECN's option, which RFC 3168 ECN never sends.
             "tcp_ecn_option" => {}
             // Read, and what the model does is the same either way: the handshake's retries,
             // cookies and Fast Open, buffer sizes, pacing (the model's senders are not paced),
@@ -139,6 +143,8 @@ fn congestion_control(name: &str) -> Result<CongestionControl, Outcome> {
     match name {
         "cubic" => Ok(CongestionControl::Cubic),
         "reno" => Ok(CongestionControl::Newreno),
+        // daqnet's BPF DCTCP (the testbed registers it), after Linux's tcp_dctcp.
+        "dctcp" | "daqnet_dctcp" => Ok(CongestionControl::Dctcp),
         other => Err(unsupported(format!("the congestion control {other}"))),
     }
 }
