@@ -831,16 +831,19 @@ fn a_subfarm_in_the_testbed_is_fed_by_the_testbed_event_builder() {
     let mut built: Vec<(u64, u64)> = rows(&eb).iter().map(|r| (r[1], r[2])).collect();
     built.sort_unstable();
     let from = format!("farm.from_builder.events={}", eb.join("events.csv").display());
-    let (r, fed) = paced(
+    // A run whose SFC fell behind on the shared CPUs overflows version 1's bounded queue and
+    // loses events (once in a CI run: 5 of 2,000, the queue at its 40 events); it exits with
+    // status 1 and is run again, like one whose events arrived late.
+    let (o, r, fed) = paced(
         || {
             let dir = out_dir("subfarm-fed");
             let args = ["testbed", "run", "scenarios/lhcb-2002/fed.toml", "--set", &from, "--per-event"];
             let o = daqnet(&args.into_iter().chain(["--out", dir.to_str().unwrap()]).chain(events).collect::<Vec<_>>());
-            assert!(o.status.success(), "{}", text(&o));
-            (report(&dir), rows(&dir))
+            (o, report(&dir), rows(&dir))
         },
-        |(_, fed)| fed.iter().zip(&built).all(|(row, &(at, _))| row[0] <= at + 20_000_000),
+        |(o, _, fed)| o.status.success() && fed.iter().zip(&built).all(|(row, &(at, _))| row[0] <= at + 20_000_000),
     );
+    assert!(o.status.success(), "{}", text(&o));
     assert_eq!((f(&r["events_built"]), f(&r["events_not_built"]["lost"])), (2000.0, 0.0), "{r}");
     assert_eq!(fed.len(), 2500);
     for (k, (row, &(at, bytes))) in fed.iter().zip(&built).enumerate() {
