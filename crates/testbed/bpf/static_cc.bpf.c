@@ -4,7 +4,7 @@
 // control). The window is the route's initcwnd, which the testbed sets to static_cwnd_segments.
 // `cong_control` replaces Linux's growth and proportional rate reduction, so every ACK puts the
 // window back — after a fast retransmit and after a timeout alike.
-// Built and registered by daqnet (crates/testbed/src/static_cc.rs) with clang and bpftool.
+// Built and registered by daqnet (crates/testbed/src/bpf_cc.rs) with clang and bpftool.
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
