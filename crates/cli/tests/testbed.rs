@@ -409,6 +409,13 @@ fn a_testbed_trace_shows_the_collector_port_filling_to_its_buffer_and_draining()
     );
 }
 
+/// Installs what builds daqnet's BPF programs (clang, bpftool), as the README's set-up does.
+fn install_bpf_tools() {
+    let deps =
+        Command::new("scripts/testbed-deps.sh").current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..").status();
+    assert!(deps.is_ok_and(|s| s.success()), "scripts/testbed-deps.sh failed");
+}
+
 #[test]
 fn incast_32_with_dctcp_is_marked_at_the_switch_and_echoed_by_the_receiver_to_daqnets_dctcp() {
     let _g = serial();
@@ -417,9 +424,7 @@ fn incast_32_with_dctcp_is_marked_at_the_switch_and_echoed_by_the_receiver_to_da
     }
     // clang and bpftool build daqnet's DCTCP (a BPF congestion control) and its marking (a tc
     // BPF program on each bridge port).
-    let deps =
-        Command::new("scripts/testbed-deps.sh").current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..").status();
-    assert!(deps.is_ok_and(|s| s.success()), "scripts/testbed-deps.sh failed");
+    install_bpf_tools();
     let before = daqnet_testbed::bpf_cc::DCTCP.available();
     // 100 Mb/s, where two cores keep 32 senders' pace; a 1 MB port holds the first round's 32
     // initial windows (486 kB), so every drop would be DCTCP's failure. Ideal round: 32 × 64 KiB
@@ -747,9 +752,7 @@ fn a_static_window_holds_each_flight_at_the_window_through_the_daqring_switch() 
         return;
     }
     // clang and bpftool build daqnet's static-window congestion control (a BPF program).
-    let deps =
-        Command::new("scripts/testbed-deps.sh").current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..").status();
-    assert!(deps.is_ok_and(|s| s.success()), "scripts/testbed-deps.sh failed");
+    install_bpf_tools();
     let before = daqnet_testbed::bpf_cc::STATIC.available();
     let sets = ["run.events=100", "network.tcp.congestion_control=static", "network.tcp.static_cwnd_segments=4"];
     let min_goodput_bps = 0.9 * A2A_MAX_BPS;

@@ -592,7 +592,6 @@ impl<M: Copy> Sockets<M> {
         let (ack, nsack) = ep.rcv.ack_fields(&mut sack);
         let ecn = EcnBits::new(ep.snd.ect(end > start && !retransmit), ep.rcv.ece(), tx.cwr);
         ep.rcv.on_ack_sent();
-        let (src, dst) = (conn.hosts[from.index()], conn.hosts[from.peer().index()]);
         if end == start && conn.last_ack[from.index()] == ack {
             self.dup_acks += 1;
         }
@@ -607,22 +606,7 @@ impl<M: Copy> Sockets<M> {
                 return;
             }
         }
-        let pkt = Packet {
-            slot: c,
-            from,
-            core: conn.core[from.index()],
-            nsack: nsack as u8,
-            tsval: ts_ms(q.now()),
-            tsecr: ep.rcv.ts_recent(),
-            dst,
-            len: (end - start) as u32,
-            start,
-            ack,
-            sack: SackOffsets::new(ack, &sack[..nsack]),
-            ecn,
-        };
-        self.packets += 1;
-        self.forward(q, self.net.nic(src, pkt.core as u32), pkt);
+        self.put_on_link(q, c, from, (start, end), (ack, &sack[..nsack]), ecn);
     }
 
     /// DCTCP's ACK of what arrived before a change of CE state (`ack`, with that state's
@@ -633,27 +617,43 @@ impl<M: Copy> Sockets<M> {
         let ep = &conn.ep[from.index()];
         let mut sack = [(0u64, 0u64); 3];
         let (_, nsack) = ep.rcv.ack_fields(&mut sack);
-        let nxt = ep.snd.snd_nxt();
+        let (nxt, ecn) = (ep.snd.snd_nxt(), EcnBits::new(ep.snd.ect(false), ece, false));
         if conn.last_ack[from.index()] == ack {
             self.dup_acks += 1;
         }
         conn.last_ack[from.index()] = ack;
+        self.put_on_link(q, c, from, (nxt, nxt), (ack, &sack[..nsack]), ecn);
+    }
+
+    /// Puts the segment `from` sends on connection `c` on its host's link: data `[start, end)`
+    /// (empty for a pure ACK), acknowledging `ack` with these SACK blocks, echoing the end's
+    /// last timestamp, with these ECN bits.
+    fn put_on_link<A>(
+        &mut self,
+        q: &mut EventQueue<Ev<A>>,
+        c: Slot,
+        from: End,
+        (start, end): (u64, u64),
+        (ack, sack): (u64, &[(u64, u64)]),
+        ecn: EcnBits,
+    ) {
+        let conn = &self.conns[c.index()];
         let pkt = Packet {
             slot: c,
             from,
             core: conn.core[from.index()],
-            nsack: nsack as u8,
+            nsack: sack.len() as u8,
             tsval: ts_ms(q.now()),
-            tsecr: ep.rcv.ts_recent(),
+            tsecr: conn.ep[from.index()].rcv.ts_recent(),
             dst: conn.hosts[from.peer().index()],
-            len: 0,
-            start: nxt,
+            len: (end - start) as u32,
+            start,
             ack,
-            sack: SackOffsets::new(ack, &sack[..nsack]),
-            ecn: EcnBits::new(ep.snd.ect(false), ece, false),
+            sack: SackOffsets::new(ack, sack),
+            ecn,
         };
-        self.packets += 1;
         let src = conn.hosts[from.index()];
+        self.packets += 1;
         self.forward(q, self.net.nic(src, pkt.core as u32), pkt);
     }
 

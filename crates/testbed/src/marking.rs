@@ -4,7 +4,7 @@
 //! against the real queue. Compiled per testbed (K is a constant of the program) into the
 //! testbed's state folder, attached by the plan's steps, removed with the testbed.
 
-use crate::steps::{skb_bytes, switch_queue_limit, STATE_DIR};
+use crate::steps::{switch_queue_limit, STATE_DIR};
 use std::path::PathBuf;
 
 const SOURCE: &str = include_str!("../bpf/mark.bpf.c");
@@ -21,9 +21,9 @@ pub fn object(id: &str) -> PathBuf {
 
 /// K of the scenario (frames counted header to FCS, with the frame in transmission, as the
 /// simulator counts them) in tbf's measure: `skb->len`, only the frames waiting — the
-/// conversion of a port's buffer ([`switch_queue_limit`]), at least one frame.
+/// conversion of a port's buffer ([`switch_queue_limit`], at least one frame).
 pub fn threshold(k_bytes: u64, mtu_bytes: u32) -> u64 {
-    switch_queue_limit(k_bytes, mtu_bytes).max(skb_bytes(mtu_bytes))
+    switch_queue_limit(k_bytes, mtu_bytes)
 }
 
 /// Compiles testbed `id`'s marking program for a tbf threshold of `threshold` bytes.

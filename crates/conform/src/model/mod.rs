@@ -569,10 +569,12 @@ impl Runner {
 /// The ECN bits of an inbound segment: its codepoint (ECT(0), ECT(1) or either is ECN-capable)
 /// and its CWR flag.
 fn inbound_ecn(seg: &Segment) -> EcnBits {
-    let bits = EcnBits::new(matches!(seg.ecn, Some(Ecn::Ect0 | Ecn::Ect1 | Ecn::Ect01)), false, seg.flags.cwr);
-    match seg.ecn {
-        Some(Ecn::Ce) => EcnBits::new(true, false, seg.flags.cwr).marked(),
-        _ => bits,
+    let bits =
+        EcnBits::new(matches!(seg.ecn, Some(Ecn::Ect0 | Ecn::Ect1 | Ecn::Ect01 | Ecn::Ce)), false, seg.flags.cwr);
+    if seg.ecn == Some(Ecn::Ce) {
+        bits.marked()
+    } else {
+        bits
     }
 }
 

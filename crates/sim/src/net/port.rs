@@ -188,11 +188,6 @@ impl Port {
         self.marker = Some(Box::new(marker));
     }
 
-    /// Whether it marks at all.
-    pub fn marks_ecn(&self) -> bool {
-        self.marker.is_some()
-    }
-
     /// The ECN-capable frame of `frame_bytes` just admitted ([`offer`] returned `Sent`): is it
     /// marked Congestion Experienced, for what it found queued ahead of it? Counted in `marks`.
     pub fn mark_admitted(&mut self, frame_bytes: u32) -> bool {

@@ -250,11 +250,6 @@ impl Sender {
         self.cc.alpha()
     }
 
-    /// Segments delivered by ACKs that carried an ECN echo (Linux `TCPDeliveredCE`).
-    pub fn delivered_ce(&self) -> u32 {
-        self.delivered_ce
-    }
-
     /// What the sender has seen of reordering (`tcpi_reordering`, `tcpi_reord_seen`).
     pub fn reordering(&self) -> Reordering {
         self.reordering
