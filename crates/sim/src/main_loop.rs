@@ -77,6 +77,10 @@ pub trait Dataflow {
                 let (net, q) = self.parts();
                 net.on_timer(q, ep);
             }
+            Ev::Link(l) => {
+                let (net, q) = self.parts();
+                net.on_link(q, l);
+            }
             Ev::App(a) => self.on_app(a),
         }
     }

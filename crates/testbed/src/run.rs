@@ -164,7 +164,7 @@ fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow:
         }
     }
     let (drops, marks) = (ports.iter().map(|p| p.drops).sum(), ports.iter().map(|p| p.marks).sum());
-    report.switch = SwitchStats { drops, marks, ports };
+    report.switch = SwitchStats { drops, marks, ports, ..Default::default() };
     report.hosts = hosts;
     report.tcp = TcpCounters::default();
     for h in &report.hosts {
@@ -292,7 +292,7 @@ impl SoftSwitch {
                 drops: q.stats.drops,
                 peak_bytes: q.stats.peak_bytes,
                 frames: q.stats.frames,
-                marks: 0,
+                ..Default::default()
             })
             .collect())
     }
@@ -387,7 +387,7 @@ impl Sampler {
                                     drops: q.drops,
                                     peak_bytes,
                                     frames: q.packets,
-                                    marks: 0,
+                                    ..Default::default()
                                 }
                             })
                             .collect();
@@ -428,7 +428,7 @@ fn host_stats(plan: &TestbedPlan) -> anyhow::Result<(Vec<Option<PortStats>>, Vec
                 Ok((q, netns::counters()?))
             })?;
             let port =
-                egress.map(|(_, name)| PortStats { name, drops: q.drops, peak_bytes: 0, frames: q.packets, marks: 0 });
+                egress.map(|(_, name)| PortStats { name, drops: q.drops, frames: q.packets, ..Default::default() });
             let get = |k: &str| c.get(k).copied().unwrap_or(0);
             // Linux counts every retransmission timeout in TCPTimeouts (TCPSackRecoveryFail,
             // TCPLossFailures and the like break the same timeouts down by connection state).

@@ -133,6 +133,32 @@ pub struct PortStats {
     /// ECN-capable frames it marked Congestion Experienced.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub marks: u64,
+    /// Pause frames this port sent back over its link (`[network.flow_control]`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pause_sent: u64,
+    /// Pause frames that reached this port, stopping or resuming it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pause_received: u64,
+    /// Time it was paused, in ns (summed over its priorities).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub paused_ns: u64,
+}
+
+/// Link-level flow control over a run (`[network.flow_control]`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FlowStats {
+    /// `"pause"` (802.3x) or `"pfc"` (802.1Qbb).
+    pub mode: String,
+    /// Pause frames sent, by switches and edge NICs (XON included).
+    pub pause_frames: u64,
+    /// Pause frames that reached the hosts' NICs.
+    pub host_pause_received: u64,
+    /// Time the hosts' NICs were paused, summed over hosts, in ns.
+    pub host_paused_ns: u64,
+    /// Links on a cycle of buffer dependencies (a PFC deadlock risk), by port name; none when
+    /// every path is free of cycles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffer_dependency_cycle: Option<Vec<String>>,
 }
 
 /// Switch counters.
@@ -143,6 +169,12 @@ pub struct SwitchStats {
     /// Frames marked Congestion Experienced in all switches (`[network.ecn]`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub marks: u64,
+    /// Pause frames the switches sent (`[network.flow_control]`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pause_sent: u64,
+    /// Time the switches' ports were paused, summed, in ns.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub paused_ns: u64,
     /// Per output port.
     pub ports: Vec<PortStats>,
 }
@@ -184,6 +216,10 @@ pub struct RunReport {
     /// share of their data the network marked lately, as they estimate it (0 to 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dctcp_alpha: Option<f64>,
+    /// (sim, with `[network.flow_control]`) Pause frames, hosts paused, and any cycle of buffer
+    /// dependencies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_control: Option<FlowStats>,
     /// (sim, with `[network.edge]`) The edge hosts' receive path: drops in their NICs' buffers
     /// and their occupancy, per host (`node3 nic`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

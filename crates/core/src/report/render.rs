@@ -57,6 +57,24 @@ impl RunReport {
         s
     }
 
+    /// The flow-control line of the summary: pause frames, the time hosts and switch ports
+    /// spent paused (summed over them), and any cycle of buffer dependencies.
+    fn flow_row(&self, f: &super::FlowStats) -> String {
+        let mode = if f.mode == "pfc" { "PFC (802.1Qbb)" } else { "pause (802.3x)" };
+        let secs = |ns: u64| ns as f64 / 1e9;
+        let mut s = format!(
+            "{mode}: {} pause frames; hosts paused {:.3} s, switch ports {:.3} s (summed)",
+            f.pause_frames,
+            secs(f.host_paused_ns),
+            secs(self.switch.paused_ns)
+        );
+        s += &match &f.buffer_dependency_cycle {
+            None => "; no cycle of buffer dependencies".to_string(),
+            Some(c) => format!("; DEADLOCK RISK, a cycle of buffer dependencies: {}", c.join(" -> ")),
+        };
+        s
+    }
+
     /// Each fault on one line: when, which role (and who noticed), why, the events it lost.
     pub fn fault_lines(&self) -> Vec<String> {
         let line = |f: &FaultRecord| {
@@ -144,6 +162,9 @@ impl RunReport {
         t.row("switch drops", switch);
         if self.switch.marks > 0 || self.tcp.delivered_ce > 0 {
             t.row("ecn", self.ecn_row());
+        }
+        if let Some(f) = &self.flow_control {
+            t.row("flow control", self.flow_row(f));
         }
         if let Some(e) = &self.edge {
             // Shown with no drops too: the fullest NIC says how close the bus came.

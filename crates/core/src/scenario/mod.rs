@@ -8,6 +8,7 @@
 mod choice;
 mod fabric;
 pub mod farm;
+pub mod flow;
 mod load;
 mod pipe;
 mod raw;
@@ -16,6 +17,7 @@ mod validate;
 pub use choice::{Credits, Rate};
 pub use fabric::{Assignment, ParallelLeafSpine};
 pub use farm::{Dispatch, Farm, FromBuilder, Implementation};
+pub use flow::{FlowControl, FlowControlMode};
 pub use load::{apply_set, load, parse_str, ScenarioError};
 pub use pipe::{Pipe, PipeDirection, PipePattern, PipeScheduler};
 
@@ -221,6 +223,10 @@ pub struct Network {
     /// a full buffer drops and nothing is marked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ecn: Option<EcnMarking>,
+    /// Link-level flow control on every link (simulator; see [`FlowControl`]): pause frames
+    /// (IEEE 802.3x) or priority flow control (802.1Qbb). Default: none, a full buffer drops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_control: Option<FlowControl>,
     /// `star` only: the single switch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub switch: Option<SwitchConfig>,
@@ -645,6 +651,7 @@ impl Default for Network {
             host_burst_ns: 0,
             edge: None,
             ecn: None,
+            flow_control: None,
             switch: None,
             readout_switch: None,
             rack_switch: None,

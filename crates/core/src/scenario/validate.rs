@@ -1,8 +1,8 @@
 //! Semantic checks of a scenario: each problem names the field, its value and what is allowed.
 
 use super::{
-    BufferConfig, Credits, Dispatch, EcnMarking, Farm, FragmentSize, FromBuilder, Implementation, Network,
-    ParallelLeafSpine, Pipe, PipeScheduler, Rate, Scenario, SwitchConfig, System, Topology,
+    flow, BufferConfig, Credits, Dispatch, EcnMarking, Farm, FlowControl, FragmentSize, FromBuilder,
+    Implementation, Network, ParallelLeafSpine, Pipe, PipeScheduler, Rate, Scenario, SwitchConfig, System, Topology,
 };
 
 type Problems = Vec<(String, String)>;
@@ -221,6 +221,9 @@ impl Scenario {
         positive(&mut p, "network.tcp.delayed_ack_ns", t.delayed_ack_ns);
         if let Some(m) = &n.ecn {
             validate_marking(&mut p, m);
+        }
+        if let Some(fc) = &n.flow_control {
+            validate_flow_control(&mut p, fc, n);
         }
 
         let r = &self.run;
@@ -574,5 +577,46 @@ fn validate_marking(p: &mut Problems, m: &EcnMarking) {
                 format!("is {max_probability}; must be in (0, 1]"),
             );
         }
+    }
+}
+
+/// Flow control: quanta and priority in range; every ingress buffer holds its links' headroom
+/// and a full frame below XOFF; a headroom given covers every link's derived one.
+fn validate_flow_control(p: &mut Problems, fc: &FlowControl, n: &Network) {
+    positive(p, "network.flow_control.pause_quanta", fc.pause_quanta as u64);
+    need(
+        p,
+        fc.data_priority <= 7,
+        "network.flow_control.data_priority",
+        format!("is {}; an 802.1Q priority is 0 to 7", fc.data_priority),
+    );
+    let (frame, delay) = (n.wire_frame_bytes(), n.link_delay_ns);
+    let buffers = flow::ingress_buffers(n);
+    if let (Some(given), Some(fastest)) = (fc.headroom_bytes, buffers.iter().map(|b| b.fastest_bps).max()) {
+        let derived = flow::headroom_bytes(fastest, delay, frame);
+        need(
+            p,
+            given >= derived,
+            "network.flow_control.headroom_bytes",
+            format!(
+                "is {given}; a {fastest} bit/s link with {delay} ns of cable needs at least {derived} \
+                 (2 × cable delay at line rate, three {frame}-byte frames, an 84-byte pause frame); \
+                 leave it unset to derive it per link"
+            ),
+        );
+    }
+    for b in buffers {
+        let headroom = fc.headroom(b.fastest_bps, delay, frame);
+        let least = headroom + frame;
+        need(
+            p,
+            b.bytes >= least,
+            &b.field,
+            format!(
+                "is {}; with [network.flow_control] a port's buffer holds its headroom ({headroom} bytes for a \
+                 {} bit/s link) and at least a full frame below XOFF: at least {least}",
+                b.bytes, b.fastest_bps
+            ),
+        );
     }
 }

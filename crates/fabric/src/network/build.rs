@@ -80,6 +80,7 @@ impl Builder {
             on_switch,
             shaper_burst_ns: None,
             marking: None,
+            pause: None,
         };
         self.f.ports.push(port);
         self.f.ports.len() as u32 - 1
@@ -223,6 +224,7 @@ pub(super) fn assemble(net: &Network, host_specs: Vec<HostSpec>, readout_units: 
             uplinks: Vec::new(),
             planned: None,
             spines_per_plane: net.fabric.as_ref().map_or(1, |f| f.spines_per_plane),
+            flow: None,
         },
     };
     let mut rack_servers = Vec::new();
@@ -239,6 +241,9 @@ pub(super) fn assemble(net: &Network, host_specs: Vec<HostSpec>, readout_units: 
     }
     if let Some(m) = &net.ecn {
         b.mark(m);
+    }
+    if let Some(fc) = &net.flow_control {
+        b.flow_control(fc, net);
     }
     b.f
 }

@@ -12,7 +12,10 @@
 //! every switch forwards by destination and path alone.
 
 mod build;
+mod flow;
 mod leaf_spine;
+
+pub use flow::{FlowPlan, PausePlan};
 
 use crate::assign::{Element, Placement, Route};
 use daqnet_core::scenario::{EcnMarking, Network, SwitchKind};
@@ -141,6 +144,9 @@ pub struct PortPlan {
     /// How it marks ECN-capable frames (`[network.ecn]`), if it does: every output port of a
     /// bridge-like switch with a finite buffer; never a host's, a daqring's or an edge bus's.
     pub marking: Option<EcnMarking>,
+    /// How the receiver of its frames pauses it (`[network.flow_control]`), if it can: every
+    /// link into a switch or an edge host's NIC.
+    pub pause: Option<PausePlan>,
 }
 
 /// A shared buffer pool: its size and member ports, in the order they joined.
@@ -183,6 +189,8 @@ pub struct NetworkPlan {
     planned: Option<(u32, Placement)>,
     /// Spines per plane of a parallel leaf-spine (path `plane × spines + spine`).
     spines_per_plane: u32,
+    /// Link-level flow control, if the links run it.
+    pub flow: Option<FlowPlan>,
 }
 
 /// A host to plan: its name and the line rate of its link(s), bit/s.

@@ -1,6 +1,7 @@
 //! The simulated network: Ethernet framing, output ports with buffer schemes, and the live
 //! ports of a scenario's network plan (`daqnet_fabric::network`).
 
+pub mod flow;
 pub mod network;
 pub mod port;
 pub mod wire;

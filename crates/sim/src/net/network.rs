@@ -33,7 +33,14 @@ impl Network {
                 pools.join(id, m.0);
             }
         }
-        let ports = plan.ports.iter().enumerate().map(|(i, p)| live_port(p, seed, i as u64)).collect();
+        let mut ports: Vec<Port> = plan.ports.iter().enumerate().map(|(i, p)| live_port(p, seed, i as u64)).collect();
+        if plan.flow.is_some() {
+            // Under flow control a switch's memory is counted by the port a frame came in
+            // through (`PausePlan`), not by the port it leaves through.
+            for p in &mut ports {
+                p.buffer = PortBuffer::Unlimited;
+            }
+        }
         let peer = plan.ports.iter().map(|p| p.peer).collect();
         Network { ports, peer, pools, plan }
     }

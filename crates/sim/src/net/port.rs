@@ -76,6 +76,8 @@ pub struct Port {
     pub on_switch: bool,
     queue: VecDeque<(u64, u32)>,
     queued_bytes: u64,
+    /// Flow control: frames admitted and waiting for the transmitter (not in `queue` yet).
+    held: u32,
     busy_until_ps: u64,
     /// Frames dropped.
     pub drops: u64,
@@ -171,6 +173,7 @@ impl Port {
             on_switch,
             queue: VecDeque::new(),
             queued_bytes: 0,
+            held: 0,
             busy_until_ps: 0,
             drops: 0,
             peak_bytes: 0,
@@ -191,7 +194,7 @@ impl Port {
     /// The ECN-capable frame of `frame_bytes` just admitted ([`offer`] returned `Sent`): is it
     /// marked Congestion Experienced, for what it found queued ahead of it? Counted in `marks`.
     pub fn mark_admitted(&mut self, frame_bytes: u32) -> bool {
-        let (ahead, frames) = (self.queued_bytes - frame_bytes as u64, self.queue.len() - 1);
+        let (ahead, frames) = (self.queued_bytes - frame_bytes as u64, self.queue.len() + self.held as usize - 1);
         let marked = self.marker.as_mut().is_some_and(|m| m.marks(ahead, frames));
         self.marks += u64::from(marked);
         marked
@@ -236,6 +239,46 @@ impl Port {
 
     /// Places an admitted frame in the queue and returns when it reaches the peer.
     fn enqueue(&mut self, now_ps: u64, frame_bytes: u32) -> u64 {
+        self.queued_bytes += frame_bytes as u64;
+        self.peak_bytes = self.peak_bytes.max(self.queued_bytes);
+        self.send(now_ps, frame_bytes)
+    }
+
+    /// Flow control: admits a frame to wait for the transmitter, which [`Port::send_held`]
+    /// starts when the port is free and not paused. Drains what has been sent by `now_ns`.
+    pub fn hold(&mut self, now_ns: u64, frame_bytes: u32, pools: &mut BufferPools) {
+        self.drain(now_ns * 1000, pools);
+        self.held += 1;
+        self.queued_bytes += frame_bytes as u64;
+        self.peak_bytes = self.peak_bytes.max(self.queued_bytes);
+    }
+
+    /// Flow control: starts sending the oldest held frame, of `frame_bytes`, at `start_ps` (or
+    /// when the transmitter is free, if later). Returns when its last bit is sent (ps) and
+    /// when it reaches the peer (ns).
+    pub fn send_held(&mut self, start_ps: u64, frame_bytes: u32) -> (u64, u64) {
+        self.held -= 1;
+        let arrival_ns = self.send(start_ps, frame_bytes);
+        (self.busy_until_ps, arrival_ns)
+    }
+
+    /// Flow control: sends a pause frame (a MAC control frame: never shaped, never queued in
+    /// the buffer) from `start_ps` or when the transmitter is free. Returns when its last bit
+    /// is sent, in ps.
+    pub fn send_pause_frame(&mut self, start_ps: u64) -> u64 {
+        let wire = daqnet_core::scenario::flow::PAUSE_FRAME_WIRE_BYTES as u32;
+        self.busy_until_ps = self.busy_until_ps.max(start_ps) + serialization_ps(wire, self.rate_bps);
+        self.busy_until_ps
+    }
+
+    /// When the transmitter is free (the last bit of what it sends now), in ps.
+    pub fn busy_until_ps(&self) -> u64 {
+        self.busy_until_ps
+    }
+
+    /// Serializes a frame whose bytes are counted in the queue from `now_ps` or when the
+    /// transmitter is free, and returns when it reaches the peer.
+    fn send(&mut self, now_ps: u64, frame_bytes: u32) -> u64 {
         let start = self.busy_until_ps.max(now_ps);
         let ser = serialization_ps(wire_bytes(frame_bytes), self.rate_bps);
         let end = match &mut self.shaper {
@@ -252,8 +295,6 @@ impl Port {
         };
         self.busy_until_ps = end;
         self.queue.push_back((end, frame_bytes));
-        self.queued_bytes += frame_bytes as u64;
-        self.peak_bytes = self.peak_bytes.max(self.queued_bytes);
         self.frames += 1;
         end.div_ceil(1000) + self.delay_ns
     }

@@ -8,7 +8,7 @@
 //! fires) or the dataflow's (`Ev::App`).
 
 use crate::engine::{EventQueue, Place};
-use crate::net::port::{offer, Admission, Port};
+use crate::net::port::{offer, Admission};
 use crate::net::wire::{frame_bytes, sack_option_bytes};
 use crate::net::{Network, Vertex};
 use crate::prefetch::prefetch;
@@ -19,6 +19,9 @@ use daqnet_core::report::{PortStats, RunReport, SimWork, SwitchStats, TcpCounter
 use daqnet_core::trace::{CaptureSink, CapturedFrame, Targets, TraceSpec};
 use daqnet_core::{ConnId, Nanos, Side, NS_PER_S};
 use std::collections::VecDeque;
+
+mod flow;
+pub use flow::LinkEv;
 
 /// An event of a simulation: the socket layer's, or the dataflow's own (`A`).
 #[derive(Debug, Clone, Copy)]
@@ -33,6 +36,8 @@ pub enum Ev<A> {
         /// The endpoint.
         ep: EndpointId,
     },
+    /// A link event under flow control.
+    Link(LinkEv),
     /// The dataflow's event.
     App(A),
 }
@@ -278,6 +283,8 @@ pub struct Sockets<M> {
     dup_acks: u64,
     /// Data segments that reached their host marked CE.
     ce_received: u64,
+    /// Link-level flow control, if the links run it.
+    flow: Option<Box<flow::Flow>>,
 }
 
 impl<M: Copy> Sockets<M> {
@@ -298,6 +305,7 @@ impl<M: Copy> Sockets<M> {
             })
             .collect();
         Sockets {
+            flow: flow::Flow::of(&net.plan),
             flights: vec![VecDeque::new(); net.ports.len()],
             prefetch: planned.len() * std::mem::size_of::<Conn<M>>() > PREFETCH_ABOVE_BYTES,
             net,
@@ -464,7 +472,11 @@ impl<M: Copy> Sockets<M> {
         match self.net.peer[port as usize] {
             Vertex::Switch(s) => {
                 let out = self.net.route(s.0, f.pkt.dst, f.pkt.core as u32);
-                self.forward(q, out, f.pkt);
+                if self.flow.is_some() {
+                    self.flow_arrive(q, port, out, f.pkt);
+                } else {
+                    self.forward(q, out, f.pkt);
+                }
                 None
             }
             Vertex::Host(_) => Some(self.receive(q.now(), f.pkt)),
@@ -652,9 +664,13 @@ impl<M: Copy> Sockets<M> {
             sack: SackOffsets::new(ack, sack),
             ecn,
         };
-        let src = conn.hosts[from.index()];
+        let nic = self.net.nic(conn.hosts[from.index()], pkt.core as u32);
         self.packets += 1;
-        self.forward(q, self.net.nic(src, pkt.core as u32), pkt);
+        if self.flow.is_some() {
+            self.flow_forward(q, nic, pkt, crate::net::flow::Held::NONE);
+        } else {
+            self.forward(q, nic, pkt);
+        }
     }
 
     fn forward<A>(&mut self, q: &mut EventQueue<Ev<A>>, port: u32, mut pkt: Packet) {
@@ -665,22 +681,7 @@ impl<M: Copy> Sockets<M> {
                 if pkt.ecn.ect() && self.net.ports[port as usize].mark_admitted(frame) {
                     pkt.ecn = pkt.ecn.marked();
                 }
-                if let Some(c) = self.capture.as_mut().filter(|c| c.index[port as usize] != u32::MAX) {
-                    let conn = &self.conns[pkt.slot.index()];
-                    c.frames.push(CapturedFrame {
-                        // A tap on the link sees the frame when its transmission ends.
-                        t_ns: arrival_ns - self.net.ports[port as usize].delay_ns,
-                        port: c.index[port as usize],
-                        hosts: (conn.hosts[pkt.from.index()], pkt.dst),
-                        conn: conn.id.0,
-                        from_opener: pkt.from == End::Opener,
-                        seq: pkt.start,
-                        len: pkt.len,
-                        ack: pkt.ack,
-                        sack: pkt.sack_blocks(),
-                        nsack: pkt.nsack,
-                    });
-                }
+                self.capture(port, arrival_ns, &pkt);
                 let place = q.take_place();
                 let flights = &mut self.flights[port as usize];
                 debug_assert!(flights.back().is_none_or(|b| b.arrival <= arrival_ns), "a port delivers in order");
@@ -691,6 +692,26 @@ impl<M: Copy> Sockets<M> {
             }
             Admission::Dropped => {}
         }
+    }
+
+    /// Records `pkt`, which reaches the peer of `port` at `arrival_ns`, if `port` is captured.
+    #[inline]
+    fn capture(&mut self, port: u32, arrival_ns: Nanos, pkt: &Packet) {
+        let Some(c) = self.capture.as_mut().filter(|c| c.index[port as usize] != u32::MAX) else { return };
+        let conn = &self.conns[pkt.slot.index()];
+        c.frames.push(CapturedFrame {
+            // A tap on the link sees the frame when its transmission ends.
+            t_ns: arrival_ns - self.net.ports[port as usize].delay_ns,
+            port: c.index[port as usize],
+            hosts: (conn.hosts[pkt.from.index()], pkt.dst),
+            conn: conn.id.0,
+            from_opener: pkt.from == End::Opener,
+            seq: pkt.start,
+            len: pkt.len,
+            ack: pkt.ack,
+            sack: pkt.sack_blocks(),
+            nsack: pkt.nsack,
+        });
     }
 
     /// Fills the fields of `report` the simulator owns, whatever the dataflow: the TCP model's
@@ -706,27 +727,38 @@ impl<M: Copy> Sockets<M> {
         report.dctcp_alpha = self.mean_alpha();
         report.tcp = tcp;
         report.tcp_source = "model".into();
-        let stats = |ports: Vec<&Port>| {
+        let now = q.now();
+        let stats = |ports: Vec<usize>| {
             let ports: Vec<PortStats> = ports
                 .into_iter()
-                .map(|p| PortStats {
-                    name: p.name.clone(),
-                    drops: p.drops,
-                    peak_bytes: p.peak_bytes,
-                    frames: p.frames,
-                    marks: p.marks,
+                .map(|i| {
+                    let p = &self.net.ports[i];
+                    let (pause_sent, pause_received, paused_ns) = self.pause_counts(i, now);
+                    PortStats {
+                        name: p.name.clone(),
+                        drops: p.drops,
+                        peak_bytes: p.peak_bytes,
+                        frames: p.frames,
+                        marks: p.marks,
+                        pause_sent,
+                        pause_received,
+                        paused_ns,
+                    }
                 })
                 .collect();
             SwitchStats {
                 drops: ports.iter().map(|p| p.drops).sum(),
                 marks: ports.iter().map(|p| p.marks).sum(),
+                pause_sent: ports.iter().map(|p| p.pause_sent).sum(),
+                paused_ns: ports.iter().map(|p| p.paused_ns).sum(),
                 ports,
             }
         };
         let f = &self.net;
-        report.switch = stats(f.ports.iter().filter(|p| p.on_switch).collect());
+        report.switch = stats((0..f.ports.len()).filter(|&i| f.ports[i].on_switch).collect());
         let edge = &f.plan.edge_ports;
-        report.edge = (!edge.is_empty()).then(|| stats(edge.iter().map(|&p| &f.ports[p.0 as usize]).collect()));
+        report.edge = (!edge.is_empty()).then(|| stats(edge.iter().map(|&p| p.0 as usize).collect()));
+        report.flow_control = self.flow_stats(now);
         report.wall_s = wall_s;
         report.sim_events_per_s = Some(if wall_s > 0.0 { built as f64 / wall_s } else { 0.0 });
         report.sim_work = Some(self.work(q));

@@ -1,0 +1,302 @@
+//! The socket layer's links under flow control (`[network.flow_control]`): every port sends
+//! from a [`Gate`] that pause frames can stop, every receiver counts what each link brought in
+//! ([`Ingress`]) and pauses the link above XOFF, and a frame's memory is released when its
+//! last bit leaves the switch.
+
+use super::{Ev, Flight, Packet, Sockets};
+use crate::engine::EventQueue;
+use crate::net::flow::{Gate, Held, Ingress, Next, PauseFrame, Sending};
+use crate::net::Vertex;
+use crate::net::wire::frame_bytes;
+use daqnet_core::report::FlowStats;
+use daqnet_core::Nanos;
+use daqnet_fabric::network::{NetworkPlan, PausePlan, PortId};
+use std::collections::VecDeque;
+
+/// A link event under flow control.
+#[derive(Debug, Clone, Copy)]
+pub enum LinkEv {
+    /// Port `port` has sent the last bit of its frame (or pause frame).
+    Sent {
+        /// The port.
+        port: u32,
+    },
+    /// A pause frame reaches the sender of port `port`.
+    Paused {
+        /// The port it pauses.
+        port: u32,
+        /// The priority.
+        class: u8,
+        /// Its length in quanta of 512 bit times (0: resume).
+        quanta: u16,
+    },
+    /// Port `port`'s pause may be over.
+    Resume {
+        /// The port.
+        port: u32,
+    },
+    /// Port `port`'s receiver renews its pause of priority `class`, if it still holds it.
+    Refresh {
+        /// The paused port.
+        port: u32,
+        /// The priority.
+        class: u8,
+    },
+}
+
+/// The flow-control state of a network: a gate per port, a count per flow-controlled port at
+/// its receiver, the bytes held in each shared pool.
+pub(super) struct Flow {
+    gates: Vec<Gate<Packet>>,
+    ingress: Vec<Ingress>,
+    pools: Vec<u64>,
+    /// Per port that leads to a hop inside its switch (a daqring): whose memory each frame on
+    /// its way holds, in order.
+    carried: Vec<VecDeque<Held>>,
+    /// The priority of every frame.
+    class: u8,
+    /// Length of a pause.
+    quanta: u16,
+}
+
+impl Flow {
+    /// The flow control of `plan`, if its links run it.
+    pub(super) fn of(plan: &NetworkPlan) -> Option<Box<Flow>> {
+        let fp = plan.flow?;
+        let n = plan.ports.len();
+        Some(Box::new(Flow {
+            gates: (0..n).map(|_| Gate::default()).collect(),
+            ingress: vec![Ingress::default(); n],
+            pools: vec![0; plan.pools.len()],
+            carried: vec![VecDeque::new(); n],
+            class: fp.data_priority,
+            quanta: fp.quanta,
+        }))
+    }
+}
+
+/// Picoseconds of `quanta` × 512 bit times at `rate_bps`.
+fn pause_ps(quanta: u16, rate_bps: u64) -> u64 {
+    (quanta as u128 * 512 * 1_000_000_000_000 / rate_bps as u128) as u64
+}
+
+impl<M: Copy> Sockets<M> {
+    fn flow(&mut self) -> &mut Flow {
+        self.flow.as_deref_mut().expect("flow control is on")
+    }
+
+    fn pause_plan(&self, port: u32) -> Option<PausePlan> {
+        self.net.plan.ports[port as usize].pause
+    }
+
+    /// A frame has arrived at a switch through `port` and goes on through `out`: counted at
+    /// the receiver (dropped if it has no room even in the headroom; the receiver pauses the
+    /// link above XOFF), or still holding the memory it took when it came into this switch.
+    pub(super) fn flow_arrive<A>(&mut self, q: &mut EventQueue<Ev<A>>, port: u32, out: u32, pkt: Packet) {
+        let held = if self.net.plan.stays_in_switch(PortId(port)) {
+            self.flow().carried[port as usize].pop_front().expect("a frame through a hop carries its memory")
+        } else {
+            match self.pause_plan(port) {
+                Some(plan) => match self.admit(q, port, &plan, &pkt) {
+                    Some(held) => held,
+                    None => return,
+                },
+                None => Held::NONE,
+            }
+        };
+        self.flow_forward(q, out, pkt, held);
+    }
+
+    /// Counts `pkt` at the receiver of `port`, if it fits within the port's limit (and its
+    /// pool); pauses the port above XOFF.
+    fn admit<A>(&mut self, q: &mut EventQueue<Ev<A>>, port: u32, plan: &PausePlan, pkt: &Packet) -> Option<Held> {
+        let bytes = frame_bytes(pkt.len, pkt.nsack as usize);
+        let f = self.flow.as_deref_mut().expect("flow control is on");
+        let class = f.class;
+        let ing = &mut f.ingress[port as usize];
+        let pool_full = plan.pool.is_some_and(|pl| {
+            f.pools[pl.0 as usize] + bytes as u64 > self.net.plan.pools[pl.0 as usize].capacity
+        });
+        if ing.held[class as usize] + bytes as u64 > plan.limit_bytes || pool_full {
+            self.net.ports[plan.held_at.0 as usize].drops += 1;
+            return None;
+        }
+        ing.held[class as usize] += bytes as u64;
+        if let Some(pl) = plan.pool {
+            f.pools[pl.0 as usize] += bytes as u64;
+        }
+        if ing.held[class as usize] > plan.xoff_bytes && !ing.paused[class as usize] {
+            ing.paused[class as usize] = true;
+            self.pause(q, port, class);
+        }
+        Some(Held { port, class, bytes })
+    }
+
+    /// The receiver of `port` pauses (or renews its pause of) priority `class`, and schedules
+    /// the renewal at half the pause.
+    fn pause<A>(&mut self, q: &mut EventQueue<Ev<A>>, port: u32, class: u8) {
+        let quanta = self.flow().quanta;
+        let half_ns = pause_ps(quanta, self.net.ports[port as usize].rate_bps) / 2000;
+        let at = q.now() + half_ns.max(1);
+        self.flow().ingress[port as usize].refresh_ns[class as usize] = at;
+        q.schedule(at, Ev::Link(LinkEv::Refresh { port, class }));
+        self.send_pause_frame(q, port, class, quanta);
+    }
+
+    /// Queues a pause frame for `port` on the port back towards its sender.
+    fn send_pause_frame<A>(&mut self, q: &mut EventQueue<Ev<A>>, port: u32, class: u8, quanta: u16) {
+        let back = self.pause_plan(port).expect("a paused port has a pause plan").back.0;
+        self.flow().gates[back as usize].push_pause(PauseFrame { to: port, class, quanta });
+        self.flow_try_send(q, back, q.now() * 1000);
+    }
+
+    /// Queues `pkt`, holding `held`, at output port `port` (marking it if the port marks) and
+    /// starts it if the transmitter is free.
+    pub(super) fn flow_forward<A>(&mut self, q: &mut EventQueue<Ev<A>>, port: u32, mut pkt: Packet, held: Held) {
+        let p = &mut self.net.ports[port as usize];
+        if p.down {
+            p.lost_down += 1;
+            self.release(q, held);
+            return;
+        }
+        let frame = frame_bytes(pkt.len, pkt.nsack as usize);
+        p.hold(q.now(), frame, &mut self.net.pools);
+        if pkt.ecn.ect() && p.mark_admitted(frame) {
+            pkt.ecn = pkt.ecn.marked();
+        }
+        let f = self.flow();
+        f.gates[port as usize].push(pkt, Held { class: f.class, ..held });
+        self.flow_try_send(q, port, q.now() * 1000);
+    }
+
+    /// Starts the next frame of `port` at `start_ps` if its transmitter is free: a pause frame,
+    /// or a data frame of a priority that is not paused; if every waiting priority is paused,
+    /// schedules a retry for when the first pause ends.
+    fn flow_try_send<A>(&mut self, q: &mut EventQueue<Ev<A>>, port: u32, start_ps: u64) {
+        let gate = &mut self.flow().gates[port as usize];
+        if gate.busy() {
+            return;
+        }
+        let (end_ps, sending) = match gate.next(start_ps) {
+            Next::Idle => return,
+            Next::WaitUntil(ps) => {
+                let at = ps.div_ceil(1000);
+                if at < gate.wake_ns || gate.wake_ns < q.now() {
+                    gate.wake_ns = at;
+                    q.schedule(at, Ev::Link(LinkEv::Resume { port }));
+                }
+                return;
+            }
+            Next::Pause(frame) => {
+                gate.pause_sent += 1;
+                (self.net.ports[port as usize].send_pause_frame(start_ps), Sending::Pause(frame))
+            }
+            Next::Frame(pkt, held) => {
+                let frame = frame_bytes(pkt.len, pkt.nsack as usize);
+                let (end_ps, arrival) = self.net.ports[port as usize].send_held(start_ps, frame);
+                if self.net.plan.stays_in_switch(PortId(port)) {
+                    self.flow().carried[port as usize].push_back(held);
+                }
+                self.capture(port, arrival, &pkt);
+                let place = q.take_place();
+                let flights = &mut self.flights[port as usize];
+                if flights.is_empty() {
+                    q.schedule_at(arrival, place, Ev::Arrive { port });
+                }
+                flights.push_back(Flight { arrival, place, pkt });
+                (end_ps, Sending::Frame(held))
+            }
+        };
+        self.flow().gates[port as usize].sending = sending;
+        q.schedule(end_ps.div_ceil(1000), Ev::Link(LinkEv::Sent { port }));
+    }
+
+    /// Releases the memory a frame held at the receiver of the port it came in through; below
+    /// XON that port's pause is lifted.
+    fn release<A>(&mut self, q: &mut EventQueue<Ev<A>>, held: Held) {
+        if !held.counted() {
+            return;
+        }
+        let plan = self.pause_plan(held.port).expect("a counted frame came in through a paused port");
+        let f = self.flow();
+        let c = held.class as usize;
+        let ing = &mut f.ingress[held.port as usize];
+        ing.held[c] -= held.bytes as u64;
+        let resume = ing.paused[c] && ing.held[c] <= plan.xon_bytes;
+        ing.paused[c] &= !resume;
+        if let Some(pl) = plan.pool {
+            f.pools[pl.0 as usize] -= held.bytes as u64;
+        }
+        if resume {
+            self.send_pause_frame(q, held.port, held.class, 0);
+        }
+    }
+
+    /// Handles a link event.
+    pub(crate) fn on_link<A>(&mut self, q: &mut EventQueue<Ev<A>>, ev: LinkEv) {
+        let now = q.now();
+        match ev {
+            LinkEv::Sent { port } => {
+                let sent = std::mem::replace(&mut self.flow().gates[port as usize].sending, Sending::Nothing);
+                match sent {
+                    Sending::Frame(held) if !self.net.plan.stays_in_switch(PortId(port)) => {
+                        self.release(q, held)
+                    }
+                    Sending::Pause(frame) => {
+                        let arrival = now + self.pause_plan(frame.to).expect("paused port").propagation_ns;
+                        let (port, class, quanta) = (frame.to, frame.class, frame.quanta);
+                        q.schedule(arrival, Ev::Link(LinkEv::Paused { port, class, quanta }));
+                    }
+                    _ => {}
+                }
+                let start = self.net.ports[port as usize].busy_until_ps();
+                self.flow_try_send(q, port, start);
+            }
+            LinkEv::Paused { port, class, quanta } => {
+                let until = now * 1000 + pause_ps(quanta, self.net.ports[port as usize].rate_bps);
+                self.flow().gates[port as usize].pause(class, now * 1000, until);
+                if quanta == 0 {
+                    self.flow_try_send(q, port, now * 1000);
+                }
+            }
+            LinkEv::Resume { port } => {
+                let gate = &mut self.flow().gates[port as usize];
+                if gate.wake_ns == now {
+                    gate.wake_ns = u64::MAX;
+                }
+                self.flow_try_send(q, port, now * 1000);
+            }
+            LinkEv::Refresh { port, class } => {
+                let ing = &self.flow().ingress[port as usize];
+                if ing.paused[class as usize] && ing.refresh_ns[class as usize] == now {
+                    self.pause(q, port, class);
+                }
+            }
+        }
+    }
+
+    /// Pause counts of port `p` by `now`: (sent, received, paused ns).
+    pub(super) fn pause_counts(&self, p: usize, now: Nanos) -> (u64, u64, u64) {
+        self.flow.as_deref().map_or((0, 0, 0), |f| {
+            let g = &f.gates[p];
+            (g.pause_sent, g.pause_received, g.paused_ps(now * 1000) / 1000)
+        })
+    }
+
+    /// The report's flow-control section: pause frames, and what the hosts spent paused.
+    pub(super) fn flow_stats(&self, now: Nanos) -> Option<FlowStats> {
+        let fp = self.net.plan.flow?;
+        let mut s = FlowStats { mode: fp.mode.name().to_string(), ..Default::default() };
+        for (i, p) in self.net.plan.ports.iter().enumerate() {
+            let (sent, received, paused_ns) = self.pause_counts(i, now);
+            s.pause_frames += sent;
+            if matches!(p.from, Vertex::Host(_)) {
+                s.host_pause_received += received;
+                s.host_paused_ns += paused_ns;
+            }
+        }
+        s.buffer_dependency_cycle =
+            self.net.plan.buffer_dependency_cycle().map(|c| c.iter().map(|p| self.net.plan.port(*p).name.clone()).collect());
+        Some(s)
+    }
+}
