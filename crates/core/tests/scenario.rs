@@ -271,3 +271,38 @@ fn ecn_marking_is_checked_by_name_and_dctcp_always_uses_ecn() {
     assert!(s.network.tcp.uses_ecn() && !s.network.tcp.ecn);
     assert!(!s.to_toml().contains("ecn = false"), "off, ECN leaves the resolved scenario as it was");
 }
+
+#[test]
+fn flow_control_refuses_a_buffer_or_a_headroom_that_cannot_hold_what_arrives_after_a_pause() {
+    // 10 Gb/s, 2 µs of cable, MTU 1500: 2 × 2500 + 3 × 1538 + 84 = 9698 bytes of headroom, and
+    // a frame below XOFF: 11,236.
+    let star = "[network]\ntopology = \"star\"\nreadout_link_bps = \"10G\"\nnode_link_bps = \"10G\"\n\
+                link_delay_ns = 2000\n[network.flow_control]\nmode = \"pause\"\n";
+    let e = err(star, &["network.switch.buffer.port_bytes=11235"]);
+    assert!(
+        e.contains(
+            "field `network.switch.buffer.port_bytes`: is 11235; with [network.flow_control] a port's buffer \
+                    holds its headroom (9698 bytes for a 10000000000 bit/s link) and at least a full frame below \
+                    XOFF: at least 11236"
+        ),
+        "{e}"
+    );
+    assert!(parse_str(star, "ok", &["network.switch.buffer.port_bytes=11236".into()]).is_ok());
+    let e = err(star, &["network.flow_control.headroom_bytes=9697"]);
+    assert!(e.contains("field `network.flow_control.headroom_bytes`: is 9697; a 10000000000 bit/s link with 2000 ns of cable needs at least 9698"), "{e}");
+    let e = err(star, &["network.flow_control.mode=\"xon\""]);
+    assert!(e.contains("network.flow_control") && e.contains("pause") && e.contains("pfc"), "{e}");
+    let e = err(star, &["network.flow_control.data_priority=8"]);
+    assert!(e.contains("field `network.flow_control.data_priority`: is 8; an 802.1Q priority is 0 to 7"), "{e}");
+    // The edge NIC of a slow collector is a receiver too.
+    let e = err(star, &["network.edge.bus_bps=2G", "network.edge.nic_buffer_bytes=8kB"]);
+    assert!(e.contains("field `network.edge.nic_buffer_bytes`: is 8000; with [network.flow_control]"), "{e}");
+    let e = err(
+        star,
+        &["network.edge.bus_bps=2G", "network.edge.nic_buffer_bytes=64kB", "network.edge.hosts=[\"node99\"]"],
+    );
+    assert!(
+        e.contains("field `network.edge.hosts`: names `node99`, which is not a host here; the hosts are ru0 … node"),
+        "{e}"
+    );
+}

@@ -107,3 +107,32 @@ fn connections_made_on_first_use_give_the_run_of_connections_made_up_front() {
     assert_eq!((eager.1, eager.2), (400, 400), "the trace made every connection at the start");
     assert_eq!((&lazy.0, lazy.3), (&eager.0, eager.3), "the same run, to the scheduler event");
 }
+
+/// And under flow control: pause frames on a two-tier network (ATLAS Switch 1 past its incast
+/// onset), where every port sends from a gate and pauses cross the links as events; also
+/// under PFC with a shared rack buffer.
+#[test]
+fn flow_control_gives_identical_reports() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/atlas-2015/switch1.toml");
+    for mode in ["pause", "pfc"] {
+        let sets = [
+            "system.credits_per_node=1200",
+            "run.events=200",
+            "run.warmup_events=50",
+            &format!("network.flow_control.mode={mode}"),
+            r#"network.rack_switch.buffer={scheme="shared",pool_bytes="4MB",ports_per_pool=8,port_cap_bytes="600kB"}"#,
+        ]
+        .map(String::from);
+        let s = load(&path, &sets).unwrap();
+        let run = || {
+            let out = simulate(&s, "flow", SimOptions::default());
+            assert!(out.report.flow_control.as_ref().unwrap().pause_frames > 0, "{mode}: links pause");
+            let mut v = serde_json::to_value(&out.report).unwrap();
+            let o = v.as_object_mut().unwrap();
+            o.remove("wall_s");
+            o.remove("sim_events_per_s");
+            v
+        };
+        assert_eq!(run(), run(), "{mode}");
+    }
+}

@@ -1002,7 +1002,7 @@ mod tests {
         sc.network.switch.as_mut().unwrap().buffer =
             BufferConfig::Shared { pool_bytes: 1, ports_per_pool: 2, port_cap_bytes: 1 };
         sc.network.tcp.min_rto_ns = 1_500_000;
-        sc.network.edge = Some(daqnet_core::scenario::EdgeHost { bus_bps: 1, nic_buffer_bytes: 1 });
+        sc.network.edge = Some(daqnet_core::scenario::EdgeHost { bus_bps: 1, nic_buffer_bytes: 1, hosts: vec![] });
         let fields: Vec<String> = TestbedPlan::new(&sc, "UP").unwrap_err().into_iter().map(|(f, _)| f).collect();
         let expected = ["(testbed name)", "network.switch.buffer.scheme", "network.edge", "network.tcp.min_rto_ns"];
         assert_eq!(fields, expected);

@@ -42,6 +42,8 @@ host_delay_ns = "40us"       # receive-path latency of a host's network stack, p
 host_burst_ns = 0            # 0: hosts send at line rate (real NICs); > 0: a software shaper's bucket (testbed)
 # edge = { bus_bps = "8G", nic_buffer_bytes = "64kB" }  # simulator: edge hosts whose bus is slower than
 #                            # their link; frames wait in the NIC's buffer, dropped when it is full
+#                            # (or pausing the switch, with [network.flow_control]); add
+#                            # hosts = ["node0"] for only these hosts (default: every host)
 
 # star topology only:
 # [network.switch]
@@ -85,6 +87,14 @@ buffer = { scheme = "deep", port_bytes = "1.5GB" }
 # [network.ecn]              # ECN marking at every switch output port (default: none)
 # marking = "step"           # "step": mark a frame that finds more than K queued (DCTCP); "red": a ramp
 # threshold_bytes = "30kB"   # K (or threshold_packets); red takes min_bytes, max_bytes, max_probability
+
+# [network.flow_control]     # link-level flow control on every link (default: none, full buffers drop)
+# mode = "pause"             # "pause": IEEE 802.3x, the whole link; "pfc": 802.1Qbb, per priority
+# headroom_bytes = "20kB"    # above XOFF, for what arrives before a pause acts (default: derived per
+#                            # link, 2 × cable delay × rate + 3 full frames + the pause frame)
+# xon_gap_bytes = "3kB"      # XON this far below XOFF (default: two full frames)
+# pause_quanta = 65535       # each pause: quanta × 512 bit times (3.36 ms at 10 Gb/s), renewed at half
+# data_priority = 3          # "pfc": the dataflow's priority
 
 [network.tcp]
 congestion_control = "newreno"   # newreno | cubic | static | dctcp (DCTCP always uses ECN)

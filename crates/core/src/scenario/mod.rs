@@ -332,6 +332,10 @@ pub struct EdgeHost {
     /// The NIC's receive buffer, in bytes.
     #[serde(deserialize_with = "de_bytes")]
     pub nic_buffer_bytes: u64,
+    /// Only these edge hosts, by name (`node0`; a rack, `rack0`, on a parallel leaf-spine): one
+    /// slow collector among fast ones. Empty (default): every edge host.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
 }
 
 /// An access switch (readout group switch or top-of-rack switch) in a two-tier network.
@@ -774,6 +778,20 @@ impl Scenario {
     /// Total processing units.
     pub fn total_pus(&self) -> u32 {
         self.system.nodes * self.system.pus_per_node
+    }
+
+    /// The names of the hosts the network joins, in their order: the SFC and workers of a
+    /// sub-farm, DAQPIPE's nodes, or the readout units and nodes.
+    pub fn host_names(&self) -> Vec<String> {
+        use crate::ids::{NodeId, ReadoutId, WorkerId};
+        if let Some(f) = &self.farm {
+            std::iter::once("sfc".to_string()).chain((0..f.workers).map(|w| WorkerId(w).host())).collect()
+        } else if let Some(p) = &self.pipe {
+            (0..p.nodes).map(|n| NodeId(n).host()).collect()
+        } else {
+            let s = &self.system;
+            (0..s.readout_units).map(|r| ReadoutId(r).host()).chain((0..s.nodes).map(|n| NodeId(n).host())).collect()
+        }
     }
 
     /// The system's readout units, nodes and processing units, and their numbering. The

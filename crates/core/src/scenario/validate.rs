@@ -1,8 +1,8 @@
 //! Semantic checks of a scenario: each problem names the field, its value and what is allowed.
 
 use super::{
-    flow, BufferConfig, Credits, Dispatch, EcnMarking, Farm, FlowControl, FragmentSize, FromBuilder,
-    Implementation, Network, ParallelLeafSpine, Pipe, PipeScheduler, Rate, Scenario, SwitchConfig, System, Topology,
+    flow, BufferConfig, Credits, Dispatch, EcnMarking, Farm, FlowControl, FragmentSize, FromBuilder, Implementation,
+    Network, ParallelLeafSpine, Pipe, PipeScheduler, Rate, Scenario, SwitchConfig, System, Topology,
 };
 
 type Problems = Vec<(String, String)>;
@@ -147,6 +147,22 @@ impl Scenario {
                 "network.edge.nic_buffer_bytes",
                 format!("is {}; must hold at least one full frame ({frame} bytes)", e.nic_buffer_bytes),
             );
+            let names = self.host_names();
+            let racks = n.fabric.as_ref().map_or(0, |f| f.pods * f.racks_per_pod);
+            for h in &e.hosts {
+                let rack = h.strip_prefix("rack").and_then(|k| k.parse::<u32>().ok()).is_some_and(|k| k < racks);
+                need(
+                    &mut p,
+                    rack || names.contains(h),
+                    "network.edge.hosts",
+                    format!(
+                        "names `{h}`, which is not a host here; the hosts are {} … {}{}",
+                        names.first().map_or("", String::as_str),
+                        names.last().map_or("", String::as_str),
+                        if racks > 0 { format!(" and the racks rack0 … rack{}", racks - 1) } else { String::new() }
+                    ),
+                );
+            }
         }
         // Each optional section belongs to one topology.
         let sections = [

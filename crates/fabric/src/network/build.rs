@@ -27,6 +27,13 @@ impl Builder {
         &self.f.switches[s as usize].name
     }
 
+    fn vertex_name(&self, v: Vertex) -> String {
+        match v {
+            Vertex::Host(h) => self.f.hosts[h.0 as usize].name.clone(),
+            Vertex::Switch(s) => self.switch_name(s.0).to_string(),
+        }
+    }
+
     /// Host `h` on switch `s`: the host's NIC and the switch's port towards it, which reaches
     /// the host's stack after its latency. Returns (NIC, switch port).
     pub(super) fn attach_host(&mut self, net: &Network, h: u32, s: u32) -> (u32, u32) {
@@ -143,10 +150,11 @@ impl Builder {
             }
         }
         for t in targets {
-            let (name, stack) = match t {
-                Vertex::Host(h) => (self.f.hosts[h.0 as usize].name.clone(), host_delay_ns),
-                Vertex::Switch(s) => (self.switch_name(s.0).to_string(), 0),
-            };
+            if !edge.hosts.is_empty() && !edge.hosts.contains(&self.vertex_name(t)) {
+                continue;
+            }
+            let name = self.vertex_name(t);
+            let stack = if matches!(t, Vertex::Host(_)) { host_delay_ns } else { 0 };
             let links: Vec<usize> =
                 (0..self.f.ports.len()).filter(|&p| self.f.ports[p].on_switch && self.f.ports[p].peer == t).collect();
             let v = self.hop_vertex(format!("{name} bus"), SwitchRole::Bus, "network.edge");

@@ -71,7 +71,7 @@ fn star_has_one_switch() {
 #[test]
 fn a_rate_limited_daqring_and_a_slow_edge_bus_are_hops_on_the_path() {
     let (s, plan) = star(4, 1, |s| {
-        s.network.edge = Some(EdgeHost { bus_bps: 4_000_000_000, nic_buffer_bytes: 64_000 });
+        s.network.edge = Some(EdgeHost { bus_bps: 4_000_000_000, nic_buffer_bytes: 64_000, hosts: vec![] });
         let sw = s.network.switch.as_mut().expect("a star has a switch");
         sw.kind = SwitchKind::Daqring;
         sw.daqring.burst_frames = 2;

@@ -157,9 +157,8 @@ impl<P> Gate<P> {
 
     /// Time it has spent paused by `now_ps`, summed over its priorities, in ps.
     pub fn paused_ps(&self, now_ps: u64) -> u64 {
-        let open: u64 = (0..PRIORITIES)
-            .map(|c| self.paused_until_ps[c].min(now_ps).saturating_sub(self.paused_since_ps[c]))
-            .sum();
+        let open: u64 =
+            (0..PRIORITIES).map(|c| self.paused_until_ps[c].min(now_ps).saturating_sub(self.paused_since_ps[c])).sum();
         self.paused_ps + open
     }
 }

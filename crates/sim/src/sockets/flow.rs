@@ -6,8 +6,8 @@
 use super::{Ev, Flight, Packet, Sockets};
 use crate::engine::EventQueue;
 use crate::net::flow::{Gate, Held, Ingress, Next, PauseFrame, Sending};
-use crate::net::Vertex;
 use crate::net::wire::frame_bytes;
+use crate::net::Vertex;
 use daqnet_core::report::FlowStats;
 use daqnet_core::Nanos;
 use daqnet_fabric::network::{NetworkPlan, PausePlan, PortId};
@@ -114,9 +114,9 @@ impl<M: Copy> Sockets<M> {
         let f = self.flow.as_deref_mut().expect("flow control is on");
         let class = f.class;
         let ing = &mut f.ingress[port as usize];
-        let pool_full = plan.pool.is_some_and(|pl| {
-            f.pools[pl.0 as usize] + bytes as u64 > self.net.plan.pools[pl.0 as usize].capacity
-        });
+        let pool_full = plan
+            .pool
+            .is_some_and(|pl| f.pools[pl.0 as usize] + bytes as u64 > self.net.plan.pools[pl.0 as usize].capacity);
         if ing.held[class as usize] + bytes as u64 > plan.limit_bytes || pool_full {
             self.net.ports[plan.held_at.0 as usize].drops += 1;
             return None;
@@ -239,9 +239,7 @@ impl<M: Copy> Sockets<M> {
             LinkEv::Sent { port } => {
                 let sent = std::mem::replace(&mut self.flow().gates[port as usize].sending, Sending::Nothing);
                 match sent {
-                    Sending::Frame(held) if !self.net.plan.stays_in_switch(PortId(port)) => {
-                        self.release(q, held)
-                    }
+                    Sending::Frame(held) if !self.net.plan.stays_in_switch(PortId(port)) => self.release(q, held),
                     Sending::Pause(frame) => {
                         let arrival = now + self.pause_plan(frame.to).expect("paused port").propagation_ns;
                         let (port, class, quanta) = (frame.to, frame.class, frame.quanta);
@@ -295,8 +293,118 @@ impl<M: Copy> Sockets<M> {
                 s.host_paused_ns += paused_ns;
             }
         }
-        s.buffer_dependency_cycle =
-            self.net.plan.buffer_dependency_cycle().map(|c| c.iter().map(|p| self.net.plan.port(*p).name.clone()).collect());
+        s.buffer_dependency_cycle = self
+            .net
+            .plan
+            .buffer_dependency_cycle()
+            .map(|c| c.iter().map(|p| self.net.plan.port(*p).name.clone()).collect());
         Some(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::main_loop::{self, Dataflow};
+    use crate::net::Network;
+    use crate::sockets::End;
+    use crate::tcp::TcpParams;
+    use daqnet_core::scenario::parse_str;
+    use daqnet_core::trace::{CaptureSink, CapturedFrame, TraceSpec};
+    use daqnet_core::ConnId;
+
+    /// One connection carrying one long message; nothing else happens.
+    struct OneMessage {
+        net: Sockets<()>,
+        q: EventQueue<Ev<()>>,
+    }
+
+    impl Dataflow for OneMessage {
+        type Msg = ();
+        type App = ();
+        fn parts(&mut self) -> (&mut Sockets<()>, &mut EventQueue<Ev<()>>) {
+            (&mut self.net, &mut self.q)
+        }
+        fn finished(&self) -> bool {
+            false
+        }
+        fn on_message(&mut self, _: ConnId, _: ()) {}
+        fn on_app(&mut self, _: ()) {}
+    }
+
+    #[derive(Default)]
+    struct Frames(Vec<CapturedFrame>);
+
+    impl CaptureSink for Frames {
+        fn names(&mut self, _: &[String], _: &[String]) {}
+        fn frames(&mut self, frames: &[CapturedFrame]) {
+            self.0.extend_from_slice(frames);
+        }
+    }
+
+    /// A readout unit sending 20 MB to a node at 10 Gb/s through one switch, a fixed window
+    /// of 400 segments keeping its NIC busy, pause frames on: (the world, the NIC's port).
+    fn one_sender(quanta: u16) -> (OneMessage, u32) {
+        let text = format!(
+            r#"
+[system]
+readout_units = 1
+nodes = 1
+[network]
+topology = "star"
+readout_link_bps = "10G"
+node_link_bps = "10G"
+link_delay_ns = 1000
+[network.switch]
+buffer = {{ scheme = "dedicated", port_bytes = "1MB" }}
+[network.flow_control]
+mode = "pause"
+pause_quanta = {quanta}
+[network.tcp]
+congestion_control = "static"
+static_cwnd_segments = 400
+"#
+        );
+        let sc = parse_str(&text, "test", &[]).unwrap();
+        let plan = NetworkPlan::build(&sc.network, 1, 1);
+        let nic = plan.nic(0, 0);
+        let params = TcpParams::from_config(&sc.network.tcp, sc.network.mss_bytes());
+        let mut w = OneMessage { net: Sockets::new(Network::new(plan, 1), &params, 1, [(1, 0)]), q: EventQueue::new() };
+        w.net.send(&mut w.q, ConnId(0), End::Acceptor, 20_000_000, ());
+        (w, nic)
+    }
+
+    /// When the NIC's frames end their transmission, ns.
+    fn nic_frames(w: &mut OneMessage, until_s: f64) -> Vec<u64> {
+        let mut frames = Frames::default();
+        let spec = TraceSpec { ports: vec!["ru0->sw".into()], senders: vec![], every_ns: 1000 };
+        main_loop::run(w, until_s, None, (None, Some((spec, &mut frames))));
+        frames.0.iter().map(|f| f.t_ns).collect()
+    }
+
+    #[test]
+    fn a_paused_port_sends_nothing_for_the_pause_time_give_or_take_a_frame() {
+        // 1000 quanta at 10 Gb/s: 1000 × 512 bits = 51.2 µs. A full frame (1538 bytes on the
+        // wire) takes 1.2304 µs.
+        let (pause_ns, frame_ns) = (51_200, 1231);
+        let (mut w, nic) = one_sender(1000);
+        let at = 500_000;
+        w.q.schedule(at, Ev::Link(LinkEv::Paused { port: nic, class: 0, quanta: 1000 }));
+        let ends = nic_frames(&mut w, 0.001);
+        // Busy before and after: frames back to back.
+        assert!(ends.iter().filter(|&&t| t > at - 20 * frame_ns && t <= at).count() >= 19, "{ends:?}");
+        // The frame being sent when the pause arrives finishes; nothing else ends until the
+        // pause is over, and the next frame ends one frame time after it.
+        let during: Vec<u64> = ends.iter().copied().filter(|&t| t > at && t < at + pause_ns).collect();
+        assert!(during.len() <= 1 && during.iter().all(|&t| t <= at + frame_ns), "{during:?}");
+        let next = ends.iter().copied().find(|&t| t >= at + pause_ns).unwrap();
+        assert!(next <= at + pause_ns + frame_ns, "resumed at {next}");
+        // An XON ends the pause early.
+        let (mut w, nic) = one_sender(1000);
+        w.q.schedule(at, Ev::Link(LinkEv::Paused { port: nic, class: 0, quanta: 1000 }));
+        w.q.schedule(at + 10_000, Ev::Link(LinkEv::Paused { port: nic, class: 0, quanta: 0 }));
+        let ends = nic_frames(&mut w, 0.001);
+        let next = ends.iter().copied().find(|&t| t > at + frame_ns).unwrap();
+        assert!((at + 10_000..=at + 10_000 + frame_ns).contains(&next), "resumed at {next}");
     }
 }
