@@ -62,13 +62,13 @@ pub enum Next<P> {
 
 /// What a transmitter is sending.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sending {
+pub enum Sending<P> {
     /// Nothing.
     Nothing,
     /// A pause frame.
     Pause(PauseFrame),
-    /// A data frame holding this memory.
-    Frame(Held),
+    /// A data frame, holding this memory.
+    Frame(P, Held),
 }
 
 /// A port's transmitter under flow control, with its frames waiting by priority.
@@ -77,7 +77,7 @@ pub struct Gate<P> {
     queues: [VecDeque<(P, Held)>; PRIORITIES],
     pauses: VecDeque<PauseFrame>,
     /// What it is sending now.
-    pub sending: Sending,
+    pub sending: Sending<P>,
     paused_until_ps: [u64; PRIORITIES],
     /// Start of the stretch of pause not yet added to `paused_ps`, per priority.
     paused_since_ps: [u64; PRIORITIES],
@@ -119,7 +119,7 @@ impl<P> Gate<P> {
 
     /// Whether it is sending.
     pub fn busy(&self) -> bool {
-        self.sending != Sending::Nothing
+        !matches!(self.sending, Sending::Nothing)
     }
 
     /// What the free transmitter sends at `now_ps`, taken from its queue.

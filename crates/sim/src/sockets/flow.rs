@@ -204,7 +204,7 @@ impl<M: Copy> Sockets<M> {
                     q.schedule_at(arrival, place, Ev::Arrive { port });
                 }
                 flights.push_back(Flight { arrival, place, pkt });
-                (end_ps, Sending::Frame(held))
+                (end_ps, Sending::Frame(pkt, held))
             }
         };
         self.flow().gates[port as usize].sending = sending;
@@ -232,6 +232,14 @@ impl<M: Copy> Sockets<M> {
         }
     }
 
+    /// A data segment has left its host's NIC: TCP small queues may let its socket send more.
+    fn left_host<A>(&mut self, q: &mut EventQueue<Ev<A>>, pkt: &Packet) {
+        let snd = &mut self.conns[pkt.slot.index()].ep[pkt.from.index()].snd;
+        if snd.on_host_sent(pkt.len) {
+            self.pump(q, pkt.slot, pkt.from);
+        }
+    }
+
     /// Handles a link event.
     pub(crate) fn on_link<A>(&mut self, q: &mut EventQueue<Ev<A>>, ev: LinkEv) {
         let now = q.now();
@@ -239,7 +247,14 @@ impl<M: Copy> Sockets<M> {
             LinkEv::Sent { port } => {
                 let sent = std::mem::replace(&mut self.flow().gates[port as usize].sending, Sending::Nothing);
                 match sent {
-                    Sending::Frame(held) if !self.net.plan.stays_in_switch(PortId(port)) => self.release(q, held),
+                    Sending::Frame(pkt, held) => {
+                        if !self.net.plan.stays_in_switch(PortId(port)) {
+                            self.release(q, held);
+                        }
+                        if pkt.len > 0 && matches!(self.net.plan.ports[port as usize].from, Vertex::Host(_)) {
+                            self.left_host(q, &pkt);
+                        }
+                    }
                     Sending::Pause(frame) => {
                         let arrival = now + self.pause_plan(frame.to).expect("paused port").propagation_ns;
                         let (port, class, quanta) = (frame.to, frame.class, frame.quanta);
@@ -399,6 +414,8 @@ static_cwnd_segments = 400
         assert!(during.len() <= 1 && during.iter().all(|&t| t <= at + frame_ns), "{during:?}");
         let next = ends.iter().copied().find(|&t| t >= at + pause_ns).unwrap();
         assert!(next <= at + pause_ns + frame_ns, "resumed at {next}");
+        // TCP above the paused NIC waits: nothing lost, nothing sent twice.
+        assert_eq!(w.net.sender(1).stats().retransmits, 0);
         // An XON ends the pause early.
         let (mut w, nic) = one_sender(1000);
         w.q.schedule(at, Ev::Link(LinkEv::Paused { port: nic, class: 0, quanta: 1000 }));

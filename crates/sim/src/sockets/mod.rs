@@ -337,6 +337,10 @@ impl<M: Copy> Sockets<M> {
         let mut ep = [Endpoint::new(&self.on_host[a as usize]), Endpoint::new(&self.on_host[b as usize])];
         ep[0].snd.seed_rtt(rtt);
         ep[1].snd.seed_rtt(rtt);
+        if self.flow.is_some() {
+            // A paused NIC holds a socket's packets: TCP small queues keep the rest in the socket.
+            ep.iter_mut().for_each(|e| e.snd.use_small_queues());
+        }
         self.conns.push(Conn {
             id: c,
             ep,
@@ -615,6 +619,8 @@ impl<M: Copy> Sockets<M> {
             let index = conn.originals[from.index()];
             conn.originals[from.index()] += 1;
             if self.drops.contains(&SegmentDrop { conn: conn.id, end: from, index }) {
+                // It never reaches the NIC (small queues, if on, count it gone).
+                ep.snd.on_host_sent(tx.end as u32 - tx.start as u32);
                 return;
             }
         }

@@ -26,6 +26,7 @@ pub mod rtt;
 pub mod scoreboard;
 mod sender;
 pub mod tick;
+pub mod tsq;
 pub mod undo;
 
 pub use receiver::{AckUrgency, Receiver, RttBounds};

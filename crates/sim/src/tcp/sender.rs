@@ -18,6 +18,7 @@ use super::reordering::Reordering;
 use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
 use super::tick::TimerTick;
+use super::tsq::{self, SmallQueue};
 use super::undo::{ts_ms, Undo};
 use super::TcpParams;
 use daqnet_core::report::TcpCounters;
@@ -211,6 +212,8 @@ pub struct Sender {
     /// The next new data carries CWR (Linux `TCP_ECN_QUEUE_CWR`).
     queue_cwr: bool,
     undo: Undo,
+    /// TCP small queues, where the host's NIC can be paused ([`SmallQueue`]).
+    small_queue: Option<SmallQueue>,
 }
 
 /// What an ACK did, as the flags Linux's `tcp_ack` passes to `tcp_fastretrans_alert`.
@@ -320,7 +323,29 @@ impl Sender {
             ecn_ok: p.ecn,
             queue_cwr: false,
             undo: Undo::default(),
+            small_queue: None,
         }
+    }
+
+    /// Limits what the socket keeps in its host's queue as Linux's TCP small queues do (for a
+    /// host whose NIC can be paused).
+    pub fn use_small_queues(&mut self) {
+        self.small_queue = Some(SmallQueue::default());
+    }
+
+    /// A data segment of `payload` bytes left the host's NIC (small queues on). Returns whether
+    /// the socket had held data back and may now send (Linux `tcp_tsq_handler`).
+    pub fn on_host_sent(&mut self, payload: u32) -> bool {
+        self.small_queue.as_mut().is_some_and(|q| q.on_sent(payload))
+    }
+
+    /// Linux `tcp_small_queue_check` before the next segment: whether the socket must wait for
+    /// its host's queue to drain.
+    fn small_queue_full(&mut self, retransmit: bool) -> bool {
+        let Some(q) = &mut self.small_queue else { return false };
+        let out = self.sb.packets_out();
+        let rate = tsq::pacing_rate(self.mss, self.cwnd, out, self.ssthresh, self.rtt.srtt());
+        q.must_wait(self.mss, rate, retransmit, out <= 1)
     }
 
     /// Feeds the RTT measured by the connection's handshake (not to the congestion control,
@@ -501,6 +526,9 @@ impl Sender {
                 f.cwnd_limited = true;
                 break;
             }
+            if self.small_queue_full(has_lost) {
+                break;
+            }
             let tx = if has_lost {
                 let seg = self.sb.retransmit_next_lost(now, self.delivered).expect("a lost segment waits");
                 f.head_resent |= seg.start == self.snd_una;
@@ -515,9 +543,17 @@ impl Sender {
                 self.prr_out += 1;
             }
             self.lsndtime = now;
-            out.push(tx);
+            self.put_out(out, tx);
         }
         f
+    }
+
+    /// Hands a segment to the host (counted in its small queue, if it keeps one).
+    fn put_out(&mut self, out: &mut Vec<Transmission>, tx: Transmission) {
+        if let Some(q) = &mut self.small_queue {
+            q.on_queued((tx.end - tx.start) as u32);
+        }
+        out.push(tx);
     }
 
     /// Puts the next segment of new data (at most `mss_now` bytes) in flight.
@@ -586,13 +622,13 @@ impl Sender {
         }
         if self.snd_nxt < self.write_seq {
             let tx = self.send_new(now, mss_now);
-            out.push(tx);
+            self.put_out(out, tx);
             self.tlp_retrans = false;
         } else {
             let seg = self.sb.probe_last(now, self.delivered).expect("packets out");
             self.stats.retransmits += 1;
             self.tlp_retrans = true;
-            out.push(Transmission { start: seg.start, end: seg.end, retransmit: true, cwr: false });
+            self.put_out(out, Transmission { start: seg.start, end: seg.end, retransmit: true, cwr: false });
         }
         self.tlp_high_seq = Some(self.snd_nxt);
         self.stats.loss_probes += 1;

@@ -422,3 +422,30 @@ mod ecn {
         assert_eq!((s.alpha(), s.cwnd()), (Some(alpha), 10));
     }
 }
+
+mod small_queues {
+    use super::*;
+
+    #[test]
+    fn a_socket_keeps_at_most_its_limit_in_the_host_queue_and_sends_on_when_a_packet_leaves() {
+        // Linux `tcp_small_queue_check`: with a 100 ms RTT, 10 segments of 1000 bytes in
+        // slow start pace at 2 × 10 kB / 0.1 s = 200 kB/s, 195 bytes per 2^-10 s: the floor of
+        // two segments' truesize (2 × 1896) holds. The check comes before each segment and
+        // waits only above the limit: three go, the fourth waits.
+        let mut s = sender_with(config());
+        s.seed_rtt(100 * MS);
+        s.use_small_queues();
+        s.write(0, 10 * SEG);
+        assert_eq!(send(&mut s, 0), [(0, false), (1, false), (2, false)], "the host queue is full");
+        assert_eq!(send(&mut s, 1), [], "throttled");
+        // One leaves the NIC: the socket is told, and sends one more.
+        assert!(s.on_host_sent(SEG as u32));
+        assert_eq!(send(&mut s, 2), [(3, false)]);
+        assert_eq!(send(&mut s, 3), [], "throttled again");
+        check(&s);
+        // Without small queues the whole window goes at once.
+        let mut s = sender_with(config());
+        s.seed_rtt(100 * MS);
+        assert_eq!(write(&mut s, 0, 10).len(), 10);
+    }
+}
