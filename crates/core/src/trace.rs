@@ -130,6 +130,8 @@ pub struct PortSample {
     pub drops: u64,
     /// Frames marked Congestion Experienced so far (ECN).
     pub marks: u64,
+    /// Time the port has been paused so far, ns (link-level flow control).
+    pub paused_ns: u64,
 }
 
 /// One TCP sender's state at one instant, as Linux's `tcp_info` has it.

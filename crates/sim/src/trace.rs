@@ -52,8 +52,8 @@ impl<'a> Tracer<'a> {
         while self.next <= now {
             let t = self.next;
             for (i, &p) in self.ports.iter().enumerate() {
-                let (queue_bytes, drops, marks) = net.port_backlog(p, t);
-                self.port_buf.push(PortSample { t_ns: t, port: i as u32, queue_bytes, drops, marks });
+                let (queue_bytes, drops, marks, paused_ns) = net.port_backlog(p, t);
+                self.port_buf.push(PortSample { t_ns: t, port: i as u32, queue_bytes, drops, marks, paused_ns });
             }
             for (i, &s) in self.senders.iter().enumerate() {
                 let snd = net.sender(s);

@@ -169,7 +169,7 @@ pub const TRACE_PORTS: &str = "trace-ports.parquet";
 pub const TRACE_TCP: &str = "trace-tcp.parquet";
 
 /// A [`TraceSink`] writing Parquet as the samples come, one row group per batch: port samples
-/// (`t_ns`, `t_s`, `port`, `queue_bytes`, `drops`, `marks`) to one output, TCP samples (`t_ns`,
+/// (`t_ns`, `t_s`, `port`, `queue_bytes`, `drops`, `marks`, `paused_ns`) to one output, TCP samples (`t_ns`,
 /// `t_s`, `sender`, `cwnd`, `ssthresh` — null while infinite, `srtt_ms` — null before the first
 /// sample, `in_flight`, `state`, `dctcp_alpha` — null but for DCTCP) to the other.
 pub struct TraceWriter<W: std::io::Write + Send> {
@@ -217,6 +217,7 @@ impl<W: std::io::Write + Send> TraceWriter<W> {
             Field::new("queue_bytes", DataType::UInt64, false),
             Field::new("drops", DataType::UInt64, false),
             Field::new("marks", DataType::UInt64, false),
+            Field::new("paused_ns", DataType::UInt64, false),
         ]);
         let tcp_schema = schema(vec![
             Field::new("sender", DataType::Utf8, false),
@@ -258,6 +259,7 @@ impl<W: std::io::Write + Send> TraceWriter<W> {
                 Arc::new(UInt64Array::from_iter_values(ports.iter().map(|s| s.queue_bytes))),
                 Arc::new(UInt64Array::from_iter_values(ports.iter().map(|s| s.drops))),
                 Arc::new(UInt64Array::from_iter_values(ports.iter().map(|s| s.marks))),
+                Arc::new(UInt64Array::from_iter_values(ports.iter().map(|s| s.paused_ns))),
             ];
             self.ports.write(&RecordBatch::try_new(self.schemas.0.clone(), columns)?)?;
             self.ports.flush()?;

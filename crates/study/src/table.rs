@@ -60,6 +60,7 @@ const COUNTS: &[&str] = &[
     "marks",
     "delivered_ce",
     "ecn_reductions",
+    "pause_frames",
 ];
 
 /// Columns of a sub-farm's sweep (reports with a `farm` section), after the summary.
@@ -100,6 +101,15 @@ const ECN: &[Column] = &[
     ("dctcp_alpha", |r| r.dctcp_alpha.unwrap_or(0.0)),
 ];
 
+/// Columns of a sweep with link-level flow control (reports with a `flow_control` section):
+/// pause frames, and the seconds the hosts' NICs and the switches' ports spent paused (summed
+/// over them).
+const FLOW: &[Column] = &[
+    ("pause_frames", |r| r.flow_control.as_ref().map_or(0.0, |f| f.pause_frames as f64)),
+    ("hosts_paused_s", |r| r.flow_control.as_ref().map_or(0.0, |f| f.host_paused_ns as f64 / 1e9)),
+    ("switch_ports_paused_s", |r| r.switch.paused_ns as f64 / 1e9),
+];
+
 /// Columns of a DAQPIPE sweep (reports with a `pipe` section), after the summary.
 const PIPE: &[Column] = &[
     ("steady_recv_bps", |r| r.pipe.as_ref().map_or(0.0, |p| p.steady_recv_bps)),
@@ -129,6 +139,7 @@ pub fn write(out: &Path, axes: &[String], points: usize) -> anyhow::Result<(Path
         .chain(if has(|r| r.fabric.is_some()) { FABRIC } else { &[] })
         .chain(if has(|r| r.edge.is_some()) { EDGE } else { &[] })
         .chain(if has(|r| r.switch.marks > 0 || r.tcp.delivered_ce > 0) { ECN } else { &[] })
+        .chain(if has(|r| r.flow_control.is_some()) { FLOW } else { &[] })
         .collect();
     let mut w = csv::Writer::from_path(&path).with_context(|| format!("cannot write {}", path.display()))?;
     let mut header: Vec<String> = ["point", "series", "repeat", "seed"].map(String::from).to_vec();

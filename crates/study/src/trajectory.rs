@@ -207,7 +207,14 @@ mod tests {
         let ports: Vec<PortSample> = kb
             .iter()
             .enumerate()
-            .map(|(i, &k)| PortSample { t_ns: i as u64 * 1000, port: 0, queue_bytes: k * 1000, drops: 0, marks: 0 })
+            .map(|(i, &k)| PortSample {
+                t_ns: i as u64 * 1000,
+                port: 0,
+                queue_bytes: k * 1000,
+                drops: 0,
+                marks: 0,
+                paused_ns: 0,
+            })
             .collect();
         let tcp = |t_ns, sender, cwnd, in_flight, state| TcpSample {
             t_ns,

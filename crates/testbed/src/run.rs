@@ -371,6 +371,7 @@ impl Sampler {
                                 queue_bytes: q.backlog_bytes,
                                 drops: q.drops,
                                 marks: 0,
+                                paused_ns: 0,
                             });
                         }
                         next_trace = at + t.every;

@@ -413,11 +413,12 @@ impl<M: Copy> Sockets<M> {
         }
     }
 
-    /// Port `p`'s queued bytes at `now`, and its drops and marks so far.
-    pub fn port_backlog(&mut self, p: u32, now: Nanos) -> (u64, u64, u64) {
+    /// Port `p`'s queued bytes at `now`, and its drops, marks and paused time (ns) so far.
+    pub fn port_backlog(&mut self, p: u32, now: Nanos) -> (u64, u64, u64, u64) {
+        let paused_ns = self.pause_counts(p as usize, now).2;
         let f = &mut self.net;
         let bytes = f.ports[p as usize].backlog(now, &mut f.pools);
-        (bytes, f.ports[p as usize].drops, f.ports[p as usize].marks)
+        (bytes, f.ports[p as usize].drops, f.ports[p as usize].marks, paused_ns)
     }
 
     /// TCP sender `s` of [`Sockets::targets`] (opening its connection: a trace samples it).

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// The columns of the port samples that can be drawn; any other `--y` is a TCP column.
-const PORT_COLUMNS: &[&str] = &["queue_bytes", "drops", "marks"];
+const PORT_COLUMNS: &[&str] = &["queue_bytes", "drops", "marks", "paused_ns"];
 /// The columns of the TCP samples that can be drawn.
 const TCP_COLUMNS: &[&str] = &["cwnd", "ssthresh", "srtt_ms", "in_flight", "dctcp_alpha"];
 /// Axis names of the columns.
@@ -25,6 +25,7 @@ const NAMES: &[(&str, &str)] = &[
     ("srtt_ms", "smoothed RTT (ms)"),
     ("in_flight", "segments in flight"),
     ("marks", "ECN marks so far"),
+    ("paused_ns", "time paused so far (ns)"),
     ("dctcp_alpha", "DCTCP α"),
 ];
 /// Points per line beyond which each stretch of the line keeps only its lowest and highest
