@@ -205,3 +205,69 @@ fn a_slow_collector_pauses_upstream_hop_by_hop_and_slows_a_victim_on_another_rac
     let (slowed, free) = (rate(&out, victim), rate(&alone, a1));
     assert!(slowed < 0.8 * free, "the victim builds {slowed:.0}/s, alone {free:.0}/s");
 }
+
+/// One readout unit sending `bytes` to one node per event through one switch on 10 Gb/s
+/// links with 20 µs of cable each, credit-based links, the switch's port towards the readout
+/// unit holding `buffer` (its credits); a fixed window far above the path's BDP.
+fn credit_link(buffer: u64) -> Scenario {
+    let text = format!(
+        r#"
+[system]
+readout_units = 1
+fragments_per_unit = 1
+fragment_size = {{ law = "fixed", bytes = "2MB" }}
+nodes = 1
+pus_per_node = 1
+credits_per_node = "unlimited"
+processing_time_ns = 0
+readout_service_ns = 0
+readout_service_jitter_ns = 0
+[system.supervisor]
+rate_hz = "unbounded"
+control_delay_ns = 0
+[network]
+topology = "star"
+readout_link_bps = "10G"
+node_link_bps = "10G"
+link_delay_ns = 20000
+host_delay_ns = 10000
+[network.switch]
+buffer = {{ scheme = "dedicated", port_bytes = {buffer} }}
+[network.flow_control]
+mode = "credit"
+[network.tcp]
+congestion_control = "static"
+static_cwnd_segments = 4000
+[run]
+events = 5
+warmup_events = 1
+"#
+    );
+    parse_str(&text, "test", &[]).unwrap()
+}
+
+#[test]
+fn a_credit_link_holds_no_more_than_its_credits_and_carries_them_once_per_credit_loop() {
+    // Claim: the readout unit sends a frame only against credits, so the switch never holds
+    // more of its frames than its buffer and never drops. A credit comes back one credit loop
+    // after its frame left: the frame's serialization and cable delay to the switch, its
+    // serialization on to the node, the cable delay back — 2 × 20 µs + 2 × 1.2304 µs =
+    // 42.46 µs. With room for k = ⌊B / 1518⌋ full frames the link carries at most k × 1448
+    // payload bytes per loop; below the BDP it carries about that.
+    let loop_s = (2.0 * 20_000.0 + 2.0 * 1230.4) / 1e9;
+    for buffer in [20_000u64, 60_000, 200_000] {
+        let out = run(&credit_link(buffer));
+        let r = &out.report;
+        accounted(r, 5);
+        assert_eq!((r.switch.drops, r.tcp.retransmits), (0, 0), "{buffer}: lossless");
+        let port = r.switch.ports.iter().find(|p| p.name == "sw->ru0").unwrap();
+        assert!(port.peak_ingress_bytes <= buffer, "{buffer}: held {}", port.peak_ingress_bytes);
+        let bound = ((buffer / 1518) * 1448 * 8) as f64 / loop_s;
+        let line = daqnet_sim::net::wire::max_goodput_bps(10_000_000_000, 1448);
+        for e in out.events.iter().filter(|e| e.measured) {
+            let goodput = 2e6 * 8.0 / (e.latency_ms() / 1e3);
+            assert!(goodput <= bound.min(line) * 1.001, "{buffer}: {goodput:.3e} b/s above {bound:.3e}");
+            assert!(goodput >= 0.9 * bound.min(line), "{buffer}: {goodput:.3e} b/s, bound {bound:.3e}");
+        }
+    }
+}

@@ -142,6 +142,11 @@ pub struct PortStats {
     /// Time it was paused, in ns (summed over its priorities).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub paused_ns: u64,
+    /// Under flow control, the most bytes this port's buffer held at once of the frames that
+    /// came in over its link (one priority): how much of the headroom, or of the credits, was
+    /// used.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub peak_ingress_bytes: u64,
 }
 
 /// Link-level flow control over a run (`[network.flow_control]`).

@@ -60,7 +60,11 @@ impl RunReport {
     /// The flow-control line of the summary: pause frames, the time hosts and switch ports
     /// spent paused (summed over them), and any cycle of buffer dependencies.
     fn flow_row(&self, f: &super::FlowStats) -> String {
-        let mode = if f.mode == "pfc" { "PFC (802.1Qbb)" } else { "pause (802.3x)" };
+        let mode = match f.mode.as_str() {
+            "pfc" => "PFC (802.1Qbb)",
+            "credit" => "credit-based links",
+            _ => "pause (802.3x)",
+        };
         let secs = |ns: u64| ns as f64 / 1e9;
         let mut s = format!(
             "{mode}: {} pause frames; hosts paused {:.3} s, switch ports {:.3} s (summed)",

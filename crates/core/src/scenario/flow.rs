@@ -18,6 +18,11 @@ pub enum FlowControlMode {
     /// frames of the other priorities pass (each output port keeps a queue per priority and
     /// serves the highest first).
     Pfc,
+    /// InfiniBand-like credits: a link's receiver advertises its buffer for the link as
+    /// credits; the sender sends a frame only against credits and gets them back when the
+    /// receiver has passed the frame on (one cable delay later). Lossless by construction: no
+    /// XOFF, no headroom.
+    Credit,
 }
 
 impl FlowControlMode {
@@ -26,6 +31,7 @@ impl FlowControlMode {
         match self {
             FlowControlMode::Pause => "pause",
             FlowControlMode::Pfc => "pfc",
+            FlowControlMode::Credit => "credit",
         }
     }
 }
@@ -44,7 +50,8 @@ impl FlowControlMode {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlowControl {
-    /// `"pause"` (802.3x, the whole link) or `"pfc"` (802.1Qbb, per priority).
+    /// `"pause"` (802.3x, the whole link), `"pfc"` (802.1Qbb, per priority) or `"credit"`
+    /// (InfiniBand-like credits).
     pub mode: FlowControlMode,
     /// Bytes a receiver keeps above XOFF for what arrives after it decides to pause: by default
     /// derived per link ([`headroom_bytes`]); a value below a link's derived one is refused.
@@ -86,7 +93,10 @@ impl FlowControl {
     /// The headroom a link of `rate_bps` with `propagation_ns` of cable needs: what it gives, or
     /// the derived value.
     pub fn headroom(&self, rate_bps: u64, propagation_ns: u64, wire_frame_bytes: u64) -> u64 {
-        self.headroom_bytes.unwrap_or_else(|| headroom_bytes(rate_bps, propagation_ns, wire_frame_bytes))
+        match self.mode {
+            FlowControlMode::Credit => 0,
+            _ => self.headroom_bytes.unwrap_or_else(|| headroom_bytes(rate_bps, propagation_ns, wire_frame_bytes)),
+        }
     }
 }
 

@@ -1,8 +1,8 @@
 //! Semantic checks of a scenario: each problem names the field, its value and what is allowed.
 
 use super::{
-    flow, BufferConfig, Credits, Dispatch, EcnMarking, Farm, FlowControl, FragmentSize, FromBuilder, Implementation,
-    Network, ParallelLeafSpine, Pipe, PipeScheduler, Rate, Scenario, SwitchConfig, System, Topology,
+    flow, BufferConfig, Credits, Dispatch, EcnMarking, Farm, FlowControl, FlowControlMode, FragmentSize, FromBuilder,
+    Implementation, Network, ParallelLeafSpine, Pipe, PipeScheduler, Rate, Scenario, SwitchConfig, System, Topology,
 };
 
 type Problems = Vec<(String, String)>;
@@ -607,6 +607,20 @@ fn validate_flow_control(p: &mut Problems, fc: &FlowControl, n: &Network) {
         format!("is {}; an 802.1Q priority is 0 to 7", fc.data_priority),
     );
     let (frame, delay) = (n.wire_frame_bytes(), n.link_delay_ns);
+    if fc.mode == FlowControlMode::Credit {
+        for (field, given) in
+            [("headroom_bytes", fc.headroom_bytes.is_some()), ("xon_gap_bytes", fc.xon_gap_bytes.is_some())]
+        {
+            need(
+                p,
+                !given,
+                &format!("network.flow_control.{field}"),
+                "is set, but mode = \"credit\" has no XOFF or headroom: a sender sends only what the receiver \
+                 has room for; remove it"
+                    .into(),
+            );
+        }
+    }
     let buffers = flow::ingress_buffers(n);
     if let (Some(given), Some(fastest)) = (fc.headroom_bytes, buffers.iter().map(|b| b.fastest_bps).max()) {
         let derived = flow::headroom_bytes(fastest, delay, frame);

@@ -88,6 +88,9 @@ pub struct Gate<P> {
     /// Pause frames it has received (each stopping or resuming one of its priorities).
     pub pause_received: u64,
     paused_ps: u64,
+    /// Credit-based links: the bytes the receiver has room for, per priority (virtual lane);
+    /// `None`: the port sends whatever its pauses allow.
+    credits: Option<[u64; PRIORITIES]>,
 }
 
 impl<P> Default for Gate<P> {
@@ -102,6 +105,7 @@ impl<P> Default for Gate<P> {
             pause_sent: 0,
             pause_received: 0,
             paused_ps: 0,
+            credits: None,
         }
     }
 }
@@ -122,21 +126,43 @@ impl<P> Gate<P> {
         !matches!(self.sending, Sending::Nothing)
     }
 
-    /// What the free transmitter sends at `now_ps`, taken from its queue.
+    /// Sends only against credits: the receiver has room for `bytes` per priority.
+    pub fn use_credits(&mut self, bytes: u64) {
+        self.credits = Some([bytes; PRIORITIES]);
+    }
+
+    /// The receiver has passed on `bytes` of priority `class`: they are credits again.
+    pub fn credit(&mut self, class: u8, bytes: u32) {
+        let credits = self.credits.as_mut().expect("a credit-based port");
+        credits[class as usize] += bytes as u64;
+    }
+
+    /// Credits left of priority `class`, if the port sends against credits.
+    pub fn credits(&self, class: u8) -> Option<u64> {
+        self.credits.map(|c| c[class as usize])
+    }
+
+    /// What the free transmitter sends at `now_ps`, taken from its queue: a priority whose
+    /// head frame has no credits waits for them (the caller retries when they come).
     pub fn next(&mut self, now_ps: u64) -> Next<P> {
         if let Some(f) = self.pauses.pop_front() {
             return Next::Pause(f);
         }
         let mut wait = u64::MAX;
         for c in (0..PRIORITIES).rev() {
-            if self.queues[c].is_empty() {
+            let Some(&(_, head)) = self.queues[c].front() else { continue };
+            if self.paused_until_ps[c] > now_ps {
+                wait = wait.min(self.paused_until_ps[c]);
                 continue;
             }
-            if self.paused_until_ps[c] <= now_ps {
-                let (p, held) = self.queues[c].pop_front().expect("not empty");
-                return Next::Frame(p, held);
+            if let Some(credits) = self.credits.as_mut() {
+                if (head.bytes as u64) > credits[c] {
+                    continue;
+                }
+                credits[c] -= head.bytes as u64;
             }
-            wait = wait.min(self.paused_until_ps[c]);
+            let (p, held) = self.queues[c].pop_front().expect("not empty");
+            return Next::Frame(p, held);
         }
         if wait == u64::MAX {
             Next::Idle
@@ -195,6 +221,22 @@ mod tests {
         assert_eq!(g.next(4999), Next::WaitUntil(5000));
         assert_eq!(g.next(5000), Next::Frame(1, frame(3)));
         assert_eq!(g.next(5000), Next::Idle);
+    }
+
+    #[test]
+    fn a_credit_port_sends_only_what_the_receiver_has_room_for() {
+        let mut g: Gate<u32> = Gate::default();
+        g.use_credits(250);
+        g.push(1, frame(0));
+        g.push(2, frame(0));
+        g.push(3, frame(0));
+        assert_eq!(g.next(0), Next::Frame(1, frame(0)));
+        assert_eq!(g.next(0), Next::Frame(2, frame(0)));
+        assert_eq!(g.credits(0), Some(50));
+        assert_eq!(g.next(0), Next::Idle, "50 bytes of credit: the third (100) waits");
+        g.credit(0, 100);
+        assert_eq!(g.next(0), Next::Frame(3, frame(0)));
+        assert_eq!(g.credits(0), Some(50));
     }
 
     #[test]

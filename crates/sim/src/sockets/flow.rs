@@ -9,8 +9,9 @@ use crate::net::flow::{Gate, Held, Ingress, Next, PauseFrame, Sending};
 use crate::net::wire::frame_bytes;
 use crate::net::Vertex;
 use daqnet_core::report::FlowStats;
+use daqnet_core::scenario::FlowControlMode;
 use daqnet_core::Nanos;
-use daqnet_fabric::network::{NetworkPlan, PausePlan, PortId};
+use daqnet_fabric::network::{NetworkPlan, PausePlan, PortId, PortPlan};
 use std::collections::VecDeque;
 
 /// A link event under flow control.
@@ -42,6 +43,24 @@ pub enum LinkEv {
         /// The priority.
         class: u8,
     },
+    /// Credits for `bytes` of priority `class` reach the sender of credit-based port `port`.
+    Credit {
+        /// The port.
+        port: u32,
+        /// The priority (virtual lane).
+        class: u8,
+        /// The bytes the receiver has room for again.
+        bytes: u32,
+    },
+}
+
+/// A port's flow-control counts.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct PortFlow {
+    pub(super) pause_sent: u64,
+    pub(super) pause_received: u64,
+    pub(super) paused_ns: u64,
+    pub(super) peak_ingress_bytes: u64,
 }
 
 /// The flow-control state of a network: a gate per port, a count per flow-controlled port at
@@ -57,6 +76,10 @@ pub(super) struct Flow {
     class: u8,
     /// Length of a pause.
     quanta: u16,
+    /// Links send against credits instead of pausing.
+    credit: bool,
+    /// Per port whose buffer holds a link's frames: the most it held at once (per priority).
+    peak_held: Vec<u64>,
 }
 
 impl Flow {
@@ -64,13 +87,23 @@ impl Flow {
     pub(super) fn of(plan: &NetworkPlan) -> Option<Box<Flow>> {
         let fp = plan.flow?;
         let n = plan.ports.len();
+        let credit = fp.mode == FlowControlMode::Credit;
+        let gate = |p: &PortPlan| {
+            let mut g = Gate::default();
+            if let (true, Some(pause)) = (credit, p.pause) {
+                g.use_credits(pause.limit_bytes);
+            }
+            g
+        };
         Some(Box::new(Flow {
-            gates: (0..n).map(|_| Gate::default()).collect(),
+            gates: plan.ports.iter().map(gate).collect(),
             ingress: vec![Ingress::default(); n],
             pools: vec![0; plan.pools.len()],
             carried: vec![VecDeque::new(); n],
             class: fp.data_priority,
             quanta: fp.quanta,
+            credit,
+            peak_held: vec![0; n],
         }))
     }
 }
@@ -122,10 +155,12 @@ impl<M: Copy> Sockets<M> {
             return None;
         }
         ing.held[class as usize] += bytes as u64;
+        let peak = &mut f.peak_held[plan.held_at.0 as usize];
+        *peak = (*peak).max(ing.held[class as usize]);
         if let Some(pl) = plan.pool {
             f.pools[pl.0 as usize] += bytes as u64;
         }
-        if ing.held[class as usize] > plan.xoff_bytes && !ing.paused[class as usize] {
+        if !f.credit && ing.held[class as usize] > plan.xoff_bytes && !ing.paused[class as usize] {
             ing.paused[class as usize] = true;
             self.pause(q, port, class);
         }
@@ -165,7 +200,7 @@ impl<M: Copy> Sockets<M> {
             pkt.ecn = pkt.ecn.marked();
         }
         let f = self.flow();
-        f.gates[port as usize].push(pkt, Held { class: f.class, ..held });
+        f.gates[port as usize].push(pkt, Held { class: f.class, bytes: frame, ..held });
         self.flow_try_send(q, port, q.now() * 1000);
     }
 
@@ -212,13 +247,18 @@ impl<M: Copy> Sockets<M> {
     }
 
     /// Releases the memory a frame held at the receiver of the port it came in through; below
-    /// XON that port's pause is lifted.
+    /// XON that port's pause is lifted; a credit-based port gets the bytes back as credits
+    /// one cable delay later.
     fn release<A>(&mut self, q: &mut EventQueue<Ev<A>>, held: Held) {
         if !held.counted() {
             return;
         }
         let plan = self.pause_plan(held.port).expect("a counted frame came in through a paused port");
         let f = self.flow();
+        if f.credit {
+            let (port, class, bytes) = (held.port, held.class, held.bytes);
+            q.schedule(q.now() + plan.propagation_ns, Ev::Link(LinkEv::Credit { port, class, bytes }));
+        }
         let c = held.class as usize;
         let ing = &mut f.ingress[held.port as usize];
         ing.held[c] -= held.bytes as u64;
@@ -279,6 +319,10 @@ impl<M: Copy> Sockets<M> {
                 }
                 self.flow_try_send(q, port, now * 1000);
             }
+            LinkEv::Credit { port, class, bytes } => {
+                self.flow().gates[port as usize].credit(class, bytes);
+                self.flow_try_send(q, port, now * 1000);
+            }
             LinkEv::Refresh { port, class } => {
                 let ing = &self.flow().ingress[port as usize];
                 if ing.paused[class as usize] && ing.refresh_ns[class as usize] == now {
@@ -288,11 +332,17 @@ impl<M: Copy> Sockets<M> {
         }
     }
 
-    /// Pause counts of port `p` by `now`: (sent, received, paused ns).
-    pub(super) fn pause_counts(&self, p: usize, now: Nanos) -> (u64, u64, u64) {
-        self.flow.as_deref().map_or((0, 0, 0), |f| {
+    /// Port `p`'s flow-control counts by `now`: pause frames it sent and received, the time it
+    /// was paused and the most bytes it held at once of frames from one link.
+    pub(super) fn port_flow(&self, p: usize, now: Nanos) -> PortFlow {
+        self.flow.as_deref().map_or(PortFlow::default(), |f| {
             let g = &f.gates[p];
-            (g.pause_sent, g.pause_received, g.paused_ps(now * 1000) / 1000)
+            PortFlow {
+                pause_sent: g.pause_sent,
+                pause_received: g.pause_received,
+                paused_ns: g.paused_ps(now * 1000) / 1000,
+                peak_ingress_bytes: f.peak_held[p],
+            }
         })
     }
 
@@ -301,11 +351,11 @@ impl<M: Copy> Sockets<M> {
         let fp = self.net.plan.flow?;
         let mut s = FlowStats { mode: fp.mode.name().to_string(), ..Default::default() };
         for (i, p) in self.net.plan.ports.iter().enumerate() {
-            let (sent, received, paused_ns) = self.pause_counts(i, now);
-            s.pause_frames += sent;
+            let pf = self.port_flow(i, now);
+            s.pause_frames += pf.pause_sent;
             if matches!(p.from, Vertex::Host(_)) {
-                s.host_pause_received += received;
-                s.host_paused_ns += paused_ns;
+                s.host_pause_received += pf.pause_received;
+                s.host_paused_ns += pf.paused_ns;
             }
         }
         s.buffer_dependency_cycle = self

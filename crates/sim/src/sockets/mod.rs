@@ -415,7 +415,7 @@ impl<M: Copy> Sockets<M> {
 
     /// Port `p`'s queued bytes at `now`, and its drops, marks and paused time (ns) so far.
     pub fn port_backlog(&mut self, p: u32, now: Nanos) -> (u64, u64, u64, u64) {
-        let paused_ns = self.pause_counts(p as usize, now).2;
+        let paused_ns = self.port_flow(p as usize, now).paused_ns;
         let f = &mut self.net;
         let bytes = f.ports[p as usize].backlog(now, &mut f.pools);
         (bytes, f.ports[p as usize].drops, f.ports[p as usize].marks, paused_ns)
@@ -740,16 +740,17 @@ impl<M: Copy> Sockets<M> {
                 .into_iter()
                 .map(|i| {
                     let p = &self.net.ports[i];
-                    let (pause_sent, pause_received, paused_ns) = self.pause_counts(i, now);
+                    let pf = self.port_flow(i, now);
                     PortStats {
                         name: p.name.clone(),
                         drops: p.drops,
                         peak_bytes: p.peak_bytes,
                         frames: p.frames,
                         marks: p.marks,
-                        pause_sent,
-                        pause_received,
-                        paused_ns,
+                        pause_sent: pf.pause_sent,
+                        pause_received: pf.pause_received,
+                        paused_ns: pf.paused_ns,
+                        peak_ingress_bytes: pf.peak_ingress_bytes,
                     }
                 })
                 .collect();
