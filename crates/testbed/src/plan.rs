@@ -330,6 +330,16 @@ fn unsupported_ports(network: &NetworkPlan, mtu_bytes: u32) -> Problems {
             );
         }
     }
+    if let Some(f) = network.flow {
+        bad(
+            "network.flow_control".into(),
+            format!(
+                "is set (mode = \"{}\"); veth links carry no pause frames or credits and the testbed's port \
+                 queues (tbf) drop when full, so it cannot emulate lossless links (the simulator models them)",
+                f.mode.name()
+            ),
+        );
+    }
     if !network.edge_ports.is_empty() {
         bad(
             "network.edge".into(),
@@ -1003,8 +1013,21 @@ mod tests {
             BufferConfig::Shared { pool_bytes: 1, ports_per_pool: 2, port_cap_bytes: 1 };
         sc.network.tcp.min_rto_ns = 1_500_000;
         sc.network.edge = Some(daqnet_core::scenario::EdgeHost { bus_bps: 1, nic_buffer_bytes: 1, hosts: vec![] });
+        sc.network.flow_control = Some(daqnet_core::scenario::FlowControl {
+            mode: daqnet_core::scenario::FlowControlMode::Pfc,
+            headroom_bytes: None,
+            xon_gap_bytes: None,
+            pause_quanta: 1,
+            data_priority: 3,
+        });
         let fields: Vec<String> = TestbedPlan::new(&sc, "UP").unwrap_err().into_iter().map(|(f, _)| f).collect();
-        let expected = ["(testbed name)", "network.switch.buffer.scheme", "network.edge", "network.tcp.min_rto_ns"];
+        let expected = [
+            "(testbed name)",
+            "network.switch.buffer.scheme",
+            "network.flow_control",
+            "network.edge",
+            "network.tcp.min_rto_ns",
+        ];
         assert_eq!(fields, expected);
         // A daqring switch whose polling cycle limits its rate (2 frames per 100 µs, below 1 Gb/s)
         // has rate-limited rings, which the testbed's switch has not; on a bridge the daqring
