@@ -143,7 +143,10 @@ fn quick_studies_produce_figures() {
         .filter(|l| !l.starts_with(' '))
         .map(|l| l.split_whitespace().next().unwrap().to_string())
         .collect();
-    assert_eq!(names, ["daqpipe", "fabric", "fig10", "fig11", "fig12", "fig13", "fig5", "remedies", "subfarm"]);
+    assert_eq!(
+        names,
+        ["daqpipe", "fabric", "fig10", "fig11", "fig12", "fig13", "fig5", "remedies", "subfarm", "switch1-lossless"]
+    );
     for name in &names {
         let out = out_dir(&format!("study-{name}"));
         let o = daqnet(&["study", name, "--quick", "--out", s(&out)]);

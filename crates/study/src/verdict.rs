@@ -120,6 +120,21 @@ pub fn verdict(r: &daqnet_core::report::RunReport, sc: &Scenario, file: &str) ->
             "verdict: {} drops but no event waited for a timeout: fast retransmission repaired them (median {:.2} ms)",
             r.switch.drops, l.median
         ));
+    } else if let Some(f) = r.flow_control.as_ref().filter(|f| f.mode == "credit") {
+        v.push(format!(
+            "verdict: lossless — no drops: the links sent only against {}s; {:.1} % of events waited ≥ 100 ms",
+            f.mode,
+            100.0 * l.share_ge_100ms
+        ));
+    } else if let Some(f) = r.flow_control.as_ref().filter(|f| f.pause_frames > 0) {
+        v.push(format!(
+            "verdict: lossless — no drops; {} pause frames held senders back (hosts paused {:.3} s, switch ports \
+             {:.3} s, summed), {:.1} % of events waited ≥ 100 ms",
+            f.pause_frames,
+            f.host_paused_ns as f64 / 1e9,
+            r.switch.paused_ns as f64 / 1e9,
+            100.0 * l.share_ge_100ms
+        ));
     } else {
         let peak = worst.map_or(String::new(), |p| format!(" (peak queue {} at {})", size(p.peak_bytes), p.name));
         v.push(format!("verdict: no drops: below the incast onset{peak}"));
