@@ -121,6 +121,11 @@ impl<P> Gate<P> {
         self.pauses.push_back(frame);
     }
 
+    /// Data frames waiting.
+    pub fn waiting(&self) -> usize {
+        self.queues.iter().map(VecDeque::len).sum()
+    }
+
     /// Whether it is sending.
     pub fn busy(&self) -> bool {
         !matches!(self.sending, Sending::Nothing)

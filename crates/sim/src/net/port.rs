@@ -76,8 +76,6 @@ pub struct Port {
     pub on_switch: bool,
     queue: VecDeque<(u64, u32)>,
     queued_bytes: u64,
-    /// Flow control: frames admitted and waiting for the transmitter (not in `queue` yet).
-    held: u32,
     busy_until_ps: u64,
     /// Frames dropped.
     pub drops: u64,
@@ -173,7 +171,6 @@ impl Port {
             on_switch,
             queue: VecDeque::new(),
             queued_bytes: 0,
-            held: 0,
             busy_until_ps: 0,
             drops: 0,
             peak_bytes: 0,
@@ -194,7 +191,18 @@ impl Port {
     /// The ECN-capable frame of `frame_bytes` just admitted ([`offer`] returned `Sent`): is it
     /// marked Congestion Experienced, for what it found queued ahead of it? Counted in `marks`.
     pub fn mark_admitted(&mut self, frame_bytes: u32) -> bool {
-        let (ahead, frames) = (self.queued_bytes - frame_bytes as u64, self.queue.len() + self.held as usize - 1);
+        self.mark_behind(frame_bytes, 0)
+    }
+
+    /// Flow control: [`Port::mark_admitted`] for a frame just held, behind `waiting` frames
+    /// held before it (they are in the queue's bytes, not in its frames).
+    pub fn mark_held(&mut self, frame_bytes: u32, waiting: usize) -> bool {
+        self.mark_behind(frame_bytes, waiting)
+    }
+
+    #[inline]
+    fn mark_behind(&mut self, frame_bytes: u32, waiting: usize) -> bool {
+        let (ahead, frames) = (self.queued_bytes - frame_bytes as u64, self.queue.len() + waiting - 1);
         let marked = self.marker.as_mut().is_some_and(|m| m.marks(ahead, frames));
         self.marks += u64::from(marked);
         marked
@@ -239,16 +247,16 @@ impl Port {
 
     /// Places an admitted frame in the queue and returns when it reaches the peer.
     fn enqueue(&mut self, now_ps: u64, frame_bytes: u32) -> u64 {
+        let arrival_ns = self.send(now_ps, frame_bytes);
         self.queued_bytes += frame_bytes as u64;
         self.peak_bytes = self.peak_bytes.max(self.queued_bytes);
-        self.send(now_ps, frame_bytes)
+        arrival_ns
     }
 
     /// Flow control: admits a frame to wait for the transmitter, which [`Port::send_held`]
     /// starts when the port is free and not paused. Drains what has been sent by `now_ns`.
     pub fn hold(&mut self, now_ns: u64, frame_bytes: u32, pools: &mut BufferPools) {
         self.drain(now_ns * 1000, pools);
-        self.held += 1;
         self.queued_bytes += frame_bytes as u64;
         self.peak_bytes = self.peak_bytes.max(self.queued_bytes);
     }
@@ -257,7 +265,6 @@ impl Port {
     /// when the transmitter is free, if later). Returns when its last bit is sent (ps) and
     /// when it reaches the peer (ns).
     pub fn send_held(&mut self, start_ps: u64, frame_bytes: u32) -> (u64, u64) {
-        self.held -= 1;
         let arrival_ns = self.send(start_ps, frame_bytes);
         (self.busy_until_ps, arrival_ns)
     }
@@ -278,6 +285,7 @@ impl Port {
 
     /// Serializes a frame whose bytes are counted in the queue from `now_ps` or when the
     /// transmitter is free, and returns when it reaches the peer.
+    #[inline(always)]
     fn send(&mut self, now_ps: u64, frame_bytes: u32) -> u64 {
         let start = self.busy_until_ps.max(now_ps);
         let ser = serialization_ps(wire_bytes(frame_bytes), self.rate_bps);

@@ -14,6 +14,12 @@ use daqnet_core::Nanos;
 use daqnet_fabric::network::{NetworkPlan, PausePlan, PortId, PortPlan};
 use std::collections::VecDeque;
 
+/// A link event waiting in the event queue, by its place among the pending ones: the queue's
+/// events stay as small as they are without flow control (a link event's fields would make
+/// every event of the event builder 24 bytes instead of 16).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkSlot(u32);
+
 /// A link event under flow control.
 #[derive(Debug, Clone, Copy)]
 pub enum LinkEv {
@@ -80,6 +86,9 @@ pub(super) struct Flow {
     credit: bool,
     /// Per port whose buffer holds a link's frames: the most it held at once (per priority).
     peak_held: Vec<u64>,
+    /// Link events in the event queue, by [`LinkSlot`], and the free slots.
+    pending: Vec<LinkEv>,
+    free: Vec<u32>,
 }
 
 impl Flow {
@@ -104,6 +113,8 @@ impl Flow {
             quanta: fp.quanta,
             credit,
             peak_held: vec![0; n],
+            pending: Vec::new(),
+            free: Vec::new(),
         }))
     }
 }
@@ -125,6 +136,7 @@ impl<M: Copy> Sockets<M> {
     /// A frame has arrived at a switch through `port` and goes on through `out`: counted at
     /// the receiver (dropped if it has no room even in the headroom; the receiver pauses the
     /// link above XOFF), or still holding the memory it took when it came into this switch.
+    #[inline(never)]
     pub(super) fn flow_arrive<A>(&mut self, q: &mut EventQueue<Ev<A>>, port: u32, out: u32, pkt: Packet) {
         let held = if self.net.plan.stays_in_switch(PortId(port)) {
             self.flow().carried[port as usize].pop_front().expect("a frame through a hop carries its memory")
@@ -174,7 +186,7 @@ impl<M: Copy> Sockets<M> {
         let half_ns = pause_ps(quanta, self.net.ports[port as usize].rate_bps) / 2000;
         let at = q.now() + half_ns.max(1);
         self.flow().ingress[port as usize].refresh_ns[class as usize] = at;
-        q.schedule(at, Ev::Link(LinkEv::Refresh { port, class }));
+        self.schedule_link(q, at, LinkEv::Refresh { port, class });
         self.send_pause_frame(q, port, class, quanta);
     }
 
@@ -187,6 +199,7 @@ impl<M: Copy> Sockets<M> {
 
     /// Queues `pkt`, holding `held`, at output port `port` (marking it if the port marks) and
     /// starts it if the transmitter is free.
+    #[inline(never)]
     pub(super) fn flow_forward<A>(&mut self, q: &mut EventQueue<Ev<A>>, port: u32, mut pkt: Packet, held: Held) {
         let p = &mut self.net.ports[port as usize];
         if p.down {
@@ -196,7 +209,9 @@ impl<M: Copy> Sockets<M> {
         }
         let frame = frame_bytes(pkt.len, pkt.nsack as usize);
         p.hold(q.now(), frame, &mut self.net.pools);
-        if pkt.ecn.ect() && p.mark_admitted(frame) {
+        let waiting = self.flow.as_deref().expect("flow control is on").gates[port as usize].waiting();
+        let p = &mut self.net.ports[port as usize];
+        if pkt.ecn.ect() && p.mark_held(frame, waiting) {
             pkt.ecn = pkt.ecn.marked();
         }
         let f = self.flow();
@@ -218,7 +233,7 @@ impl<M: Copy> Sockets<M> {
                 let at = ps.div_ceil(1000);
                 if at < gate.wake_ns || gate.wake_ns < q.now() {
                     gate.wake_ns = at;
-                    q.schedule(at, Ev::Link(LinkEv::Resume { port }));
+                    self.schedule_link(q, at, LinkEv::Resume { port });
                 }
                 return;
             }
@@ -243,7 +258,7 @@ impl<M: Copy> Sockets<M> {
             }
         };
         self.flow().gates[port as usize].sending = sending;
-        q.schedule(end_ps.div_ceil(1000), Ev::Link(LinkEv::Sent { port }));
+        self.schedule_link(q, end_ps.div_ceil(1000), LinkEv::Sent { port });
     }
 
     /// Releases the memory a frame held at the receiver of the port it came in through; below
@@ -254,11 +269,11 @@ impl<M: Copy> Sockets<M> {
             return;
         }
         let plan = self.pause_plan(held.port).expect("a counted frame came in through a paused port");
-        let f = self.flow();
-        if f.credit {
+        if self.flow().credit {
             let (port, class, bytes) = (held.port, held.class, held.bytes);
-            q.schedule(q.now() + plan.propagation_ns, Ev::Link(LinkEv::Credit { port, class, bytes }));
+            self.schedule_link(q, q.now() + plan.propagation_ns, LinkEv::Credit { port, class, bytes });
         }
+        let f = self.flow();
         let c = held.class as usize;
         let ing = &mut f.ingress[held.port as usize];
         ing.held[c] -= held.bytes as u64;
@@ -280,8 +295,28 @@ impl<M: Copy> Sockets<M> {
         }
     }
 
-    /// Handles a link event.
-    pub(crate) fn on_link<A>(&mut self, q: &mut EventQueue<Ev<A>>, ev: LinkEv) {
+    /// Schedules link event `ev` at `at`.
+    fn schedule_link<A>(&mut self, q: &mut EventQueue<Ev<A>>, at: Nanos, ev: LinkEv) {
+        let f = self.flow();
+        let slot = match f.free.pop() {
+            Some(i) => {
+                f.pending[i as usize] = ev;
+                i
+            }
+            None => {
+                f.pending.push(ev);
+                f.pending.len() as u32 - 1
+            }
+        };
+        q.schedule(at, Ev::Link(LinkSlot(slot)));
+    }
+
+    /// Handles the link event in `slot`.
+    #[inline(never)]
+    pub(crate) fn on_link<A>(&mut self, q: &mut EventQueue<Ev<A>>, slot: LinkSlot) {
+        let f = self.flow();
+        f.free.push(slot.0);
+        let ev = f.pending[slot.0 as usize];
         let now = q.now();
         match ev {
             LinkEv::Sent { port } => {
@@ -298,7 +333,7 @@ impl<M: Copy> Sockets<M> {
                     Sending::Pause(frame) => {
                         let arrival = now + self.pause_plan(frame.to).expect("paused port").propagation_ns;
                         let (port, class, quanta) = (frame.to, frame.class, frame.quanta);
-                        q.schedule(arrival, Ev::Link(LinkEv::Paused { port, class, quanta }));
+                        self.schedule_link(q, arrival, LinkEv::Paused { port, class, quanta });
                     }
                     _ => {}
                 }
@@ -454,7 +489,7 @@ static_cwnd_segments = 400
         let (pause_ns, frame_ns) = (51_200, 1231);
         let (mut w, nic) = one_sender(1000);
         let at = 500_000;
-        w.q.schedule(at, Ev::Link(LinkEv::Paused { port: nic, class: 0, quanta: 1000 }));
+        w.net.schedule_link(&mut w.q, at, LinkEv::Paused { port: nic, class: 0, quanta: 1000 });
         let ends = nic_frames(&mut w, 0.001);
         // Busy before and after: frames back to back.
         assert!(ends.iter().filter(|&&t| t > at - 20 * frame_ns && t <= at).count() >= 19, "{ends:?}");
@@ -468,8 +503,8 @@ static_cwnd_segments = 400
         assert_eq!(w.net.sender(1).stats().retransmits, 0);
         // An XON ends the pause early.
         let (mut w, nic) = one_sender(1000);
-        w.q.schedule(at, Ev::Link(LinkEv::Paused { port: nic, class: 0, quanta: 1000 }));
-        w.q.schedule(at + 10_000, Ev::Link(LinkEv::Paused { port: nic, class: 0, quanta: 0 }));
+        w.net.schedule_link(&mut w.q, at, LinkEv::Paused { port: nic, class: 0, quanta: 1000 });
+        w.net.schedule_link(&mut w.q, at + 10_000, LinkEv::Paused { port: nic, class: 0, quanta: 0 });
         let ends = nic_frames(&mut w, 0.001);
         let next = ends.iter().copied().find(|&t| t > at + frame_ns).unwrap();
         assert!((at + 10_000..=at + 10_000 + frame_ns).contains(&next), "resumed at {next}");

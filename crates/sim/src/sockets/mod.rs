@@ -21,7 +21,7 @@ use daqnet_core::{ConnId, Nanos, Side, NS_PER_S};
 use std::collections::VecDeque;
 
 mod flow;
-pub use flow::LinkEv;
+pub use flow::{LinkEv, LinkSlot};
 
 /// An event of a simulation: the socket layer's, or the dataflow's own (`A`).
 #[derive(Debug, Clone, Copy)]
@@ -37,7 +37,7 @@ pub enum Ev<A> {
         ep: EndpointId,
     },
     /// A link event under flow control.
-    Link(LinkEv),
+    Link(LinkSlot),
     /// The dataflow's event.
     App(A),
 }
@@ -647,6 +647,7 @@ impl<M: Copy> Sockets<M> {
     /// Puts the segment `from` sends on connection `c` on its host's link: data `[start, end)`
     /// (empty for a pure ACK), acknowledging `ack` with these SACK blocks, echoing the end's
     /// last timestamp, with these ECN bits.
+    #[inline(always)]
     fn put_on_link<A>(
         &mut self,
         q: &mut EventQueue<Ev<A>>,
@@ -702,8 +703,15 @@ impl<M: Copy> Sockets<M> {
     }
 
     /// Records `pkt`, which reaches the peer of `port` at `arrival_ns`, if `port` is captured.
-    #[inline]
+    #[inline(always)]
     fn capture(&mut self, port: u32, arrival_ns: Nanos, pkt: &Packet) {
+        if self.capture.is_some() {
+            self.capture_frame(port, arrival_ns, pkt);
+        }
+    }
+
+    #[inline(never)]
+    fn capture_frame(&mut self, port: u32, arrival_ns: Nanos, pkt: &Packet) {
         let Some(c) = self.capture.as_mut().filter(|c| c.index[port as usize] != u32::MAX) else { return };
         let conn = &self.conns[pkt.slot.index()];
         c.frames.push(CapturedFrame {

@@ -341,6 +341,7 @@ impl Sender {
 
     /// Linux `tcp_small_queue_check` before the next segment: whether the socket must wait for
     /// its host's queue to drain.
+    #[cold]
     fn small_queue_full(&mut self, retransmit: bool) -> bool {
         let Some(q) = &mut self.small_queue else { return false };
         let out = self.sb.packets_out();
@@ -526,7 +527,7 @@ impl Sender {
                 f.cwnd_limited = true;
                 break;
             }
-            if self.small_queue_full(has_lost) {
+            if self.small_queue.is_some() && self.small_queue_full(has_lost) {
                 break;
             }
             let tx = if has_lost {

@@ -61,6 +61,7 @@ impl TimerTick {
     }
 
     /// When a timer armed at `now` for `timeout` ns fires.
+    #[inline]
     pub fn fires_at(&self, now: Nanos, timeout: Nanos) -> Nanos {
         let t = self.tick_ns;
         if t == 0 {
