@@ -4,6 +4,15 @@ use daqnet_core::scenario::load;
 use daqnet_sim::{simulate, SimOptions};
 use std::path::Path;
 
+/// A report as JSON without its wall-clock fields, which differ from run to run.
+fn timeless(report: &daqnet_core::report::RunReport) -> serde_json::Value {
+    let mut v = serde_json::to_value(report).unwrap();
+    let o = v.as_object_mut().unwrap();
+    o.remove("wall_s");
+    o.remove("sim_events_per_s");
+    v
+}
+
 fn report_json(seed: u64) -> serde_json::Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/atlas-2015/switch1.toml");
     // Credits well past the incast onset, so drops, recoveries and timeouts all happen.
@@ -13,11 +22,7 @@ fn report_json(seed: u64) -> serde_json::Value {
     s.system.supervisor.policy = daqnet_core::scenario::Policy::Random;
     let out = simulate(&s, "switch1", SimOptions::default());
     assert!(out.report.tcp.timeouts > 0 && out.report.switch.drops > 0, "the run exercises loss recovery");
-    let mut v = serde_json::to_value(&out.report).unwrap();
-    let o = v.as_object_mut().unwrap();
-    o.remove("wall_s");
-    o.remove("sim_events_per_s");
-    v
+    timeless(&out.report)
 }
 
 #[test]
@@ -48,11 +53,7 @@ fn a_fabric_with_a_failure_gives_identical_reports() {
             vec![daqnet_sim::FaultPlan { element: "p1-spine0".parse::<Element>().unwrap(), at_ns: 20_000_000 }];
         let out = simulate(&s, "fabric", SimOptions { faults, ..Default::default() });
         assert!(out.report.switch.drops > 0 && out.report.fabric.as_ref().unwrap().faults[0].flows_moved > 0);
-        let mut v = serde_json::to_value(&out.report).unwrap();
-        let o = v.as_object_mut().unwrap();
-        o.remove("wall_s");
-        o.remove("sim_events_per_s");
-        v
+        timeless(&out.report)
     };
     assert_eq!(run(), run());
 }
@@ -67,11 +68,7 @@ fn edge_hosts_and_rate_limited_daqrings_give_identical_reports() {
     let run = || {
         let out = simulate(&s, "edge", SimOptions::default());
         assert!(out.report.edge.as_ref().unwrap().drops > 0, "the NICs drop at this cycle");
-        let mut v = serde_json::to_value(&out.report).unwrap();
-        let o = v.as_object_mut().unwrap();
-        o.remove("wall_s");
-        o.remove("sim_events_per_s");
-        v
+        timeless(&out.report)
     };
     assert_eq!(run(), run());
 }
@@ -127,11 +124,7 @@ fn flow_control_gives_identical_reports() {
         let run = || {
             let out = simulate(&s, "flow", SimOptions::default());
             assert!(out.report.flow_control.as_ref().unwrap().pause_frames > 0, "{mode}: links pause");
-            let mut v = serde_json::to_value(&out.report).unwrap();
-            let o = v.as_object_mut().unwrap();
-            o.remove("wall_s");
-            o.remove("sim_events_per_s");
-            v
+            timeless(&out.report)
         };
         assert_eq!(run(), run(), "{mode}");
     }

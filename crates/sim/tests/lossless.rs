@@ -7,26 +7,37 @@ use daqnet_core::scenario::parse_str;
 use daqnet_core::Scenario;
 use daqnet_sim::{simulate, SimOptions, SimOutput};
 
-/// [LOSSLESS] §IV's all-to-all incast, scaled: 8 readout units and 4 collector hosts (2
-/// collectors each, 128 KiB fragments, no processing) on one 10 Gb/s switch whose ports hold
-/// `buffer`; 2 µs of cable per link; a fixed window of 64 segments (congestion control off, as
-/// in the paper's pause-frame runs); pause frames on every link.
-fn all_to_all(buffer: &str) -> Scenario {
-    let text = format!(
-        r#"
-[system]
-readout_units = 8
+/// The `[system]` of an event builder whose collectors pull fixed fragments of `fragment` from
+/// every readout unit, one per unit, with unlimited credits, no processing and no service
+/// time, the supervisor assigning events first come, first served as fast as they are asked.
+fn collectors(readout_units: u32, fragment: &str, nodes: u32, pus_per_node: u32) -> String {
+    format!(
+        r#"[system]
+readout_units = {readout_units}
 fragments_per_unit = 1
-fragment_size = {{ law = "fixed", bytes = "128KiB" }}
-nodes = 4
-pus_per_node = 2
+fragment_size = {{ law = "fixed", bytes = "{fragment}" }}
+nodes = {nodes}
+pus_per_node = {pus_per_node}
 credits_per_node = "unlimited"
 processing_time_ns = 0
 readout_service_ns = 0
 readout_service_jitter_ns = 0
 [system.supervisor]
 rate_hz = "unbounded"
-control_delay_ns = 0
+policy = "fcfs"
+control_delay_ns = 0"#
+    )
+}
+
+/// [LOSSLESS] §IV's all-to-all incast, scaled: 8 readout units and 4 collector hosts (2
+/// collectors each, 128 KiB fragments, no processing) on one 10 Gb/s switch whose ports hold
+/// `buffer`; 2 µs of cable per link; a fixed window of 64 segments (congestion control off, as
+/// in the paper's pause-frame runs); pause frames on every link.
+fn all_to_all(buffer: &str) -> Scenario {
+    let system = collectors(8, "128KiB", 4, 2);
+    let text = format!(
+        r#"
+{system}
 [network]
 topology = "star"
 readout_link_bps = "10G"
@@ -110,22 +121,10 @@ fn with_headroom_below_the_derived_value_drops_appear_and_are_counted() {
 /// per collector, 64 KiB fragments, fixed windows larger than a fragment.
 fn slow_collector(slow: bool) -> Scenario {
     let edge_hosts = if slow { "node0" } else { "ru0" };
+    let system = collectors(8, "64KiB", 2, 1);
     let text = format!(
         r#"
-[system]
-readout_units = 8
-fragments_per_unit = 1
-fragment_size = {{ law = "fixed", bytes = "64KiB" }}
-nodes = 2
-pus_per_node = 1
-credits_per_node = "unlimited"
-processing_time_ns = 0
-readout_service_ns = 0
-readout_service_jitter_ns = 0
-[system.supervisor]
-rate_hz = "unbounded"
-policy = "fcfs"
-control_delay_ns = 0
+{system}
 [network]
 topology = "two_tier"
 readout_link_bps = "10G"
@@ -210,21 +209,10 @@ fn a_slow_collector_pauses_upstream_hop_by_hop_and_slows_a_victim_on_another_rac
 /// links with 20 µs of cable each, credit-based links, the switch's port towards the readout
 /// unit holding `buffer` (its credits); a fixed window far above the path's BDP.
 fn credit_link(buffer: u64) -> Scenario {
+    let system = collectors(1, "2MB", 1, 1);
     let text = format!(
         r#"
-[system]
-readout_units = 1
-fragments_per_unit = 1
-fragment_size = {{ law = "fixed", bytes = "2MB" }}
-nodes = 1
-pus_per_node = 1
-credits_per_node = "unlimited"
-processing_time_ns = 0
-readout_service_ns = 0
-readout_service_jitter_ns = 0
-[system.supervisor]
-rate_hz = "unbounded"
-control_delay_ns = 0
+{system}
 [network]
 topology = "star"
 readout_link_bps = "10G"
