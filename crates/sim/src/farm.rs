@@ -94,9 +94,8 @@ impl<'a> World<'a> for FarmWorld<'a> {
         let farm = scenario.farm.clone().expect("a sub-farm scenario has [farm]");
         let net = &scenario.network;
         let n = farm.workers;
-        let hosts = std::iter::once(("sfc".to_string(), farm.sfc_link_bps))
-            .chain((0..n).map(|w| (WorkerId(w).host(), farm.worker_link_bps)))
-            .collect();
+        let rate = |h: usize| if h == 0 { farm.sfc_link_bps } else { farm.worker_link_bps };
+        let hosts = scenario.host_names().into_iter().enumerate().map(|(h, name)| (name, rate(h))).collect();
         let network = Network::new(NetworkPlan::of_hosts(net, hosts), scenario.run.seed);
         let params = TcpParams::from_config(&net.tcp, net.mss_bytes());
         let sockets = Sockets::new(network, &params, scenario.run.seed, (0..n).map(|w| (w + 1, 0)));

@@ -138,7 +138,7 @@ impl<'a> World<'a> for PipeWorld<'a> {
     fn new(scenario: &Scenario, opts: SimOptions<'a>) -> Self {
         let pipe = scenario.pipe.clone().expect("a pipe scenario has [pipe]");
         let n = pipe.nodes;
-        let hosts = (0..n).map(|i| (NodeId(i).host(), pipe.link_bps)).collect();
+        let hosts = scenario.host_names().into_iter().map(|name| (name, pipe.link_bps)).collect();
         let network = Network::new(NetworkPlan::of_hosts(&scenario.network, hosts), scenario.run.seed);
         let params = TcpParams::from_config(&scenario.network.tcp, scenario.network.mss_bytes());
         let pairs = (0..n).flat_map(move |b| (0..n).filter(move |&r| r != b).map(move |r| (b, r)));
