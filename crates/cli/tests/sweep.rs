@@ -145,7 +145,20 @@ fn quick_studies_produce_figures() {
         .collect();
     assert_eq!(
         names,
-        ["daqpipe", "fabric", "fig10", "fig11", "fig12", "fig13", "fig5", "remedies", "subfarm", "switch1-lossless"]
+        [
+            "daqpipe",
+            "daqpipe-lossless",
+            "fabric",
+            "fig10",
+            "fig11",
+            "fig12",
+            "fig13",
+            "fig5",
+            "lossless-fig5",
+            "remedies",
+            "subfarm",
+            "switch1-lossless"
+        ]
     );
     for name in &names {
         let out = out_dir(&format!("study-{name}"));

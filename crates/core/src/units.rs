@@ -105,6 +105,11 @@ pub fn de_bps<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     d.deserialize_any(QuantityVisitor { what: "a rate in bit/s (e.g. 1000000000, 1e9 or \"1G\")", parse: parse_bps })
 }
 
+/// Serde helper: a rate in bit/s that may be left out (`Option`, with `#[serde(default)]`).
+pub fn de_some_bps<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    de_bps(d).map(Some)
+}
+
 /// Serde helper: a size in bytes (see [`parse_bytes`]).
 pub fn de_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     d.deserialize_any(QuantityVisitor {

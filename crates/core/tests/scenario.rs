@@ -306,3 +306,41 @@ fn flow_control_refuses_a_buffer_or_a_headroom_that_cannot_hold_what_arrives_aft
         "{e}"
     );
 }
+
+#[test]
+fn queue_pairs_need_lossless_links_a_path_mtu_and_no_marking() {
+    let star = "[network]\ntopology = \"star\"\nreadout_link_bps = \"10G\"\nnode_link_bps = \"10G\"\n[network.rc]\n";
+    let e = err(star, &[]);
+    assert!(e.contains("field `network.rc`: is set without [network.flow_control]"), "{e}");
+    let lossless = "network.flow_control={mode=\"credit\"}";
+    let s = parse_str(star, "ok", &[lossless.to_string()]).unwrap();
+    assert_eq!(s.network.rc.as_ref().unwrap().path_mtu(s.network.mtu_bytes), Some(1024), "MTU 1500 holds 1024");
+    assert!((s.network.payload_share() - 1024.0 / (1024.0 + 44.0 + 38.0)).abs() < 1e-12);
+    let with = |more: &'static str| [lossless, more];
+    let e = err(star, &with("network.rc.path_mtu_bytes=3000"));
+    assert!(e.contains("field `network.rc.path_mtu_bytes`: is 3000; allowed: 256, 512, 1024, 2048, 4096"), "{e}");
+    let e = err(star, &with("network.rc.path_mtu_bytes=4096"));
+    assert!(
+        e.contains("exceeds network.mtu_bytes (1500): at most 1456 there, or raise network.mtu_bytes to 4140"),
+        "{e}"
+    );
+    let e = err(star, &with("network.mtu_bytes=299"));
+    assert!(e.contains("field `network.mtu_bytes`: is 299; a queue pair's packets carry at least 256 bytes"), "{e}");
+    let e = err(star, &with("network.ecn={marking=\"step\",threshold_bytes=\"30kB\"}"));
+    assert!(e.contains("field `network.ecn`: is set with [network.rc]"), "{e}");
+    let e = err(star, &with("network.rc.ack_timeout_ns=0"));
+    assert!(e.contains("field `network.rc.ack_timeout_ns`: is 0"), "{e}");
+    assert!(
+        !parse_str("", "tcp", &[]).unwrap().to_toml().contains("[network.rc]"),
+        "off, the resolved scenario is as it was"
+    );
+}
+
+#[test]
+fn readout_units_on_the_nodes_hosts_need_one_per_node_and_no_pods() {
+    let e = err("[system]\nreadout_units = 4\nnodes = 3\nreadout_on_nodes = true\n", &[]);
+    assert!(e.contains("field `system.readout_on_nodes`: is true with 4 readout units and 3 nodes"), "{e}");
+    let s = parse_str("[system]\nreadout_units = 3\nnodes = 3\nreadout_on_nodes = true\n", "ok", &[]).unwrap();
+    assert_eq!(s.host_names(), ["node0", "node1", "node2"], "a host per node, none for the readout units");
+    assert!(!parse_str("", "default", &[]).unwrap().to_toml().contains("readout_on_nodes"));
+}

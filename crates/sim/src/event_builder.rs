@@ -9,7 +9,6 @@ use crate::main_loop::{self, Dataflow, World};
 use crate::net::Network;
 use crate::options::{SimOptions, SimOutput};
 use crate::sockets::{End, Ev, SegmentDrop, Sockets};
-use crate::tcp::TcpParams;
 use daqnet_core::dataflow::{
     startup_order, BuiltEvent, DataRequest, DataResponse, Node, NodeInput, NodeOutput, PuOutput, ReadoutUnit,
     Supervisor,
@@ -18,7 +17,7 @@ use daqnet_core::report::{EventRecord, Measure, NotBuilt, RunReport, Track};
 use daqnet_core::workload::FragmentSizes;
 use daqnet_core::{ConnId, EventId, Layout, Nanos, NodeId, PuId, ReadoutId, Scenario, Side};
 use daqnet_fabric::network::NetworkPlan;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::AtomicBool;
 
 #[derive(Debug, Clone, Copy)]
@@ -30,14 +29,29 @@ enum AppMsg {
 /// The event builder's own events.
 #[derive(Debug, Clone, Copy)]
 enum AppEv {
-    ReadoutWake { readout: ReadoutId },
-    PuWake { pu: PuId },
+    ReadoutWake {
+        readout: ReadoutId,
+    },
+    PuWake {
+        pu: PuId,
+    },
     SupervisorWake,
-    Ready { pu: PuId },
-    Assign { pu: PuId, event: EventId },
-    Done { event: EventId },
-    FabricDown { fault: usize },
+    Ready {
+        pu: PuId,
+    },
+    Assign {
+        pu: PuId,
+        event: EventId,
+    },
+    Done {
+        event: EventId,
+    },
+    FabricDown {
+        fault: usize,
+    },
     ControllerWake,
+    /// The oldest message between a collector and its own host's readout unit is delivered.
+    Local,
 }
 
 struct EventBuilderWorld<'a> {
@@ -46,6 +60,11 @@ struct EventBuilderWorld<'a> {
     /// by [`Layout::conn`].
     net: Sockets<AppMsg>,
     layout: Layout,
+    /// Readout unit `r` runs on node `r`'s host (`system.readout_on_nodes`).
+    readout_on_nodes: bool,
+    /// Messages between a collector and its own host's readout unit, in the order sent: they
+    /// cross no link.
+    local: VecDeque<(ConnId, AppMsg)>,
     request_bytes: u64,
     control_delay: Nanos,
     readouts: Vec<ReadoutUnit>,
@@ -101,12 +120,17 @@ impl<'a> World<'a> for EventBuilderWorld<'a> {
         let seed = scenario.run.seed;
         let total = scenario.run.warmup_events + scenario.run.events;
         let layout = scenario.layout();
-        let network = Network::new(NetworkPlan::build(net, layout.readout_units(), layout.nodes()), seed);
-        let params = TcpParams::from_config(&net.tcp, net.mss_bytes());
+        let plan = if sys.readout_on_nodes {
+            NetworkPlan::of_hosts(net, scenario.host_names().into_iter().map(|h| (h, net.node_link_bps)).collect())
+        } else {
+            NetworkPlan::build(net, layout.readout_units(), layout.nodes())
+        };
+        let network = Network::new(plan, seed);
+        // Readout unit r is host r; node n follows the readout units' hosts, or is host n.
+        let first_node = if sys.readout_on_nodes { 0 } else { layout.readout_units() };
         // Node-major, as Layout::conn numbers them.
-        let pairs =
-            layout.all_nodes().flat_map(|n| layout.readouts().map(move |r| (layout.readout_units() + n.0, r.0)));
-        let mut sockets = Sockets::new(network, &params, seed, pairs);
+        let pairs = layout.all_nodes().flat_map(|n| layout.readouts().map(move |r| (first_node + n.0, r.0)));
+        let mut sockets = Sockets::of_scenario(network, net, seed, pairs);
         let faults = Faults::new(scenario, sockets.network().plan.placement(), &opts.faults);
         let drops = opts.drops.iter().map(|d| SegmentDrop {
             conn: layout.conn(d.node, d.readout),
@@ -120,6 +144,8 @@ impl<'a> World<'a> for EventBuilderWorld<'a> {
             q: EventQueue::new(),
             net: sockets,
             layout,
+            readout_on_nodes: sys.readout_on_nodes,
+            local: VecDeque::new(),
             request_bytes: sys.request_bytes as u64,
             control_delay: sys.supervisor.control_delay_ns,
             readouts: layout.readouts().map(|r| ReadoutUnit::new(r, sizes.clone(), service, jitter, seed)).collect(),
@@ -198,6 +224,10 @@ impl<'a> EventBuilderWorld<'a> {
                 let now = self.q.now();
                 self.faults.as_mut().expect("scheduled by a failure").on_wake(now, &mut self.net);
             }
+            AppEv::Local => {
+                let (c, msg) = self.local.pop_front().expect("a local delivery was scheduled for it");
+                self.handle_message(c, msg);
+            }
         }
     }
 
@@ -273,6 +303,11 @@ impl<'a> EventBuilderWorld<'a> {
     }
 
     fn send_msg(&mut self, c: ConnId, side: Side, bytes: u64, msg: AppMsg) {
+        if self.readout_on_nodes && self.layout.ends_of(c).0 .0 == self.layout.ends_of(c).1 .0 {
+            self.local.push_back((c, msg));
+            self.q.schedule(self.q.now(), Ev::App(AppEv::Local));
+            return;
+        }
         self.net.send(&mut self.q, c, side.into(), bytes, msg);
     }
 }

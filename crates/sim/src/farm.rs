@@ -12,7 +12,6 @@ use crate::main_loop::{self, Dataflow, World};
 use crate::net::Network;
 use crate::options::{SimOptions, SimOutput};
 use crate::sockets::{End, Ev, Sockets};
-use crate::tcp::TcpParams;
 use daqnet_core::farm::{Dispatcher, DispatcherOutput, EventSource, FarmError, FarmTally, Token, Worker, WorkerOutput};
 use daqnet_core::scenario::{Dispatch, Farm, Implementation};
 use daqnet_core::{ConnId, EventId, Nanos, Scenario, WorkerId};
@@ -97,8 +96,7 @@ impl<'a> World<'a> for FarmWorld<'a> {
         let rate = |h: usize| if h == 0 { farm.sfc_link_bps } else { farm.worker_link_bps };
         let hosts = scenario.host_names().into_iter().enumerate().map(|(h, name)| (name, rate(h))).collect();
         let network = Network::new(NetworkPlan::of_hosts(net, hosts), scenario.run.seed);
-        let params = TcpParams::from_config(&net.tcp, net.mss_bytes());
-        let sockets = Sockets::new(network, &params, scenario.run.seed, (0..n).map(|w| (w + 1, 0)));
+        let sockets = Sockets::of_scenario(network, net, scenario.run.seed, (0..n).map(|w| (w + 1, 0)));
         let capacity = (farm.implementation == Implementation::V1).then_some(farm.event_queue_events as usize);
         let seed = scenario.run.seed;
         let total = scenario.run.warmup_events + scenario.run.events;

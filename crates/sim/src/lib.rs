@@ -26,6 +26,7 @@ pub mod net;
 pub mod options;
 pub mod pipe;
 mod prefetch;
+pub mod rc;
 pub mod sockets;
 pub mod tcp;
 pub mod trace;

@@ -60,7 +60,7 @@ pub trait Dataflow {
     fn on_app(&mut self, ev: Self::App);
 
     /// Handles one event: a frame arriving (a host's messages go to [`Dataflow::on_message`],
-    /// then the receiving end answers), a TCP timer, or its own.
+    /// then the receiving end answers), a connection end's timer, or its own.
     #[inline(always)]
     fn dispatch(&mut self, ev: Ev<Self::App>) {
         match ev {
@@ -73,7 +73,7 @@ pub trait Dataflow {
                 let (net, q) = self.parts();
                 net.answer(q, &rx);
             }
-            Ev::Tcp { ep } => {
+            Ev::Timer { ep } => {
                 let (net, q) = self.parts();
                 net.on_timer(q, ep);
             }

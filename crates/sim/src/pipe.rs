@@ -11,7 +11,6 @@ use crate::main_loop::{self, Dataflow, World};
 use crate::net::Network;
 use crate::options::{SimOptions, SimOutput};
 use crate::sockets::{End, Ev, Sockets};
-use crate::tcp::TcpParams;
 use daqnet_core::pipe::{BuilderOutput, BuilderUnit, EventManager, PipeRoles};
 use daqnet_core::report::{steady_rate, EventRecord, Measure, NotBuilt, PipeStats, RunReport, Spread, Track};
 use daqnet_core::scenario::{Pipe, PipePattern};
@@ -140,7 +139,6 @@ impl<'a> World<'a> for PipeWorld<'a> {
         let n = pipe.nodes;
         let hosts = scenario.host_names().into_iter().map(|name| (name, pipe.link_bps)).collect();
         let network = Network::new(NetworkPlan::of_hosts(&scenario.network, hosts), scenario.run.seed);
-        let params = TcpParams::from_config(&scenario.network.tcp, scenario.network.mss_bytes());
         let pairs = (0..n).flat_map(move |b| (0..n).filter(move |&r| r != b).map(move |r| (b, r)));
         let total = scenario.run.warmup_events + scenario.run.events;
         // One host per node: readout unit `r` is on host `r`.
@@ -148,7 +146,7 @@ impl<'a> World<'a> for PipeWorld<'a> {
         let readouts = roles.readouts.len() as u32;
         PipeWorld {
             q: EventQueue::new(),
-            net: Sockets::new(network, &params, scenario.run.seed, pairs),
+            net: Sockets::of_scenario(network, &scenario.network, scenario.run.seed, pairs),
             em: EventManager::new(&roles.builders, pipe.credits_per_builder, total),
             builders: (0..n)
                 .map(|b| BuilderUnit::new(NodeId(b), roles.pull_start(NodeId(b)), readouts, pipe.parallel()))

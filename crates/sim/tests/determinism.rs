@@ -129,3 +129,28 @@ fn flow_control_gives_identical_reports() {
         assert_eq!(run(), run(), "{mode}");
     }
 }
+
+/// Same scenario and seed with queue pairs in place of TCP (`[network.rc]`), over PFC and over
+/// credit-based links, under DAQPIPE and the event builder: identical reports.
+#[test]
+fn the_message_transport_gives_identical_reports() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let runs = [
+        ("daqpipe/edr.toml", vec!["pipe.nodes=8", "run.events=100", "network.mtu_bytes=4200"]),
+        ("atlas-2015/switch1.toml", vec!["system.credits_per_node=1200", "run.events=200", "run.warmup_events=50"]),
+    ];
+    for (file, sets) in runs {
+        for mode in ["pfc", "credit"] {
+            let mut sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+            sets.push(format!("network.flow_control={{mode=\"{mode}\"}}"));
+            sets.push("network.rc={}".into());
+            let s = load(&dir.join(file), &sets).unwrap();
+            let run = || {
+                let out = simulate(&s, "rc", SimOptions::default());
+                assert!(out.report.rc.as_ref().unwrap().data_packets > 0, "{file} {mode}: queue pairs send");
+                timeless(&out.report)
+            };
+            assert_eq!(run(), run(), "{file} {mode}");
+        }
+    }
+}

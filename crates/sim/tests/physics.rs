@@ -175,3 +175,46 @@ fn window_state_persists_across_events_on_a_connection() {
     assert_eq!(out.report.tcp.timeouts, 1);
     assert!(latency_ms(&out, 1) > latency_ms(&clean, 1) + 0.05, "second message should feel the smaller window");
 }
+
+#[test]
+fn a_fragment_from_the_collectors_own_host_crosses_no_link() {
+    // Claim: with the readout units on the nodes' hosts, a collector's request to its own
+    // host's readout unit and the fragment back cross no link. One host alone builds every
+    // event with no frame on the network, each in the readout unit's service time (1 ms) plus
+    // the processing (1 ms) it waits behind, no more. With two hosts every event has one
+    // fragment from the collecting host and one from the other: the links into the hosts carry
+    // the remote ones — events × ⌈1 MB / 1448⌉ data segments — and the ACKs of the data the
+    // hosts send (one per two segments at most, delayed ACKs): at most 3/2 of the data
+    // segments and a few requests, where the local fragments would double it.
+    let s = one_flow(1_000_000, 20, "", 1500);
+    let colocated = |hosts: u32| {
+        let sets = [
+            format!("system.readout_units={hosts}"),
+            format!("system.nodes={hosts}"),
+            "system.readout_on_nodes=true".into(),
+            "system.readout_service_ns=1ms".into(),
+        ];
+        let text = s.to_toml();
+        simulate(
+            &parse_str(&text, "test", &sets).unwrap(),
+            "test",
+            SimOptions { record_events: true, ..Default::default() },
+        )
+    };
+    let alone = colocated(1);
+    assert_eq!(alone.report.events_built, 20);
+    assert_eq!(alone.report.sim_work.as_ref().unwrap().packets, 0, "nothing on the network");
+    for e in alone.events.iter().filter(|e| e.measured) {
+        assert!((1.0..=2.0 + 1e-6).contains(&e.latency_ms()), "{} ms", e.latency_ms());
+    }
+    let pair = colocated(2);
+    assert_eq!(pair.report.events_built, 20);
+    let events = 20 + s.run.warmup_events;
+    let into_hosts: u64 =
+        pair.report.switch.ports.iter().filter(|p| p.name.starts_with("sw->node")).map(|p| p.frames).sum();
+    let data = events * 1_000_000_u64.div_ceil(1448);
+    assert!(
+        into_hosts >= data && into_hosts <= data * 3 / 2 + 10 * events,
+        "{into_hosts} frames, {data} data segments"
+    );
+}

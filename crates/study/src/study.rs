@@ -62,6 +62,9 @@ pub struct StudySeries {
     /// Replaces the quick variant's `vary` for this series.
     #[serde(default)]
     pub quick_vary: Option<Vec<String>>,
+    /// Added after `set` in the quick variant, for this series only (a smaller system).
+    #[serde(default)]
+    pub quick_set: Vec<String>,
 }
 
 /// The `--quick` variant: fewer points and events.
@@ -113,7 +116,12 @@ impl Study {
                 Ok(Series {
                     name: s.name.clone(),
                     file: normalize(&dir.join(&s.scenario)),
-                    sets: common.iter().chain(&s.set).cloned().collect(),
+                    sets: common
+                        .iter()
+                        .chain(&s.set)
+                        .chain(quick.then_some(&s.quick_set).into_iter().flatten())
+                        .cloned()
+                        .collect(),
                     axes: axes(s)?,
                 })
             })

@@ -51,7 +51,7 @@ pub fn verdict(r: &daqnet_core::report::RunReport, sc: &Scenario, file: &str) ->
                 100.0 * p.steady_recv_bps / link,
                 link / 1e9,
                 r.switch.drops,
-                r.tcp.timeouts
+                r.transport_timeouts()
             ),
             match pipe.pattern {
                 daqnet_core::scenario::PipePattern::EventBuilding => {
@@ -84,7 +84,7 @@ pub fn verdict(r: &daqnet_core::report::RunReport, sc: &Scenario, file: &str) ->
         v.push(format!(
             "verdict: fabric failure — {lost} frames lost on failed links before the controller rerouted; {} \
              retransmission timeouts; {caught}no switch port dropped a frame",
-            r.tcp.timeouts
+            r.transport_timeouts()
         ));
         v.push(format!(
             "compare: a faster controller (--set network.fabric.reaction_ns=1ms), a shorter minimum RTO (--set \
@@ -96,14 +96,14 @@ pub fn verdict(r: &daqnet_core::report::RunReport, sc: &Scenario, file: &str) ->
     if let Some(e) = r.edge.as_ref().filter(|e| e.drops > 0) {
         return edge_verdict(r, e, sc, file);
     }
-    if r.tcp.timeouts > 0 && l.share_ge_100ms > 0.0 {
+    if r.transport_timeouts() > 0 && l.share_ge_100ms > 0.0 {
         let at = worst.map_or(String::new(), |p| {
             format!(", most at {} ({} drops, peak {})", p.name, p.drops, size(p.peak_bytes))
         });
         v.push(format!(
             "verdict: incast — {:.1} % of events waited ≥ 100 ms: {} retransmission timeouts after {} drops{at}",
             100.0 * l.share_ge_100ms,
-            r.tcp.timeouts,
+            r.transport_timeouts(),
             r.switch.drops
         ));
         let mut remedies = Vec::new();
@@ -197,7 +197,11 @@ fn edge_verdict(
     let mut v = vec![format!(
         "verdict: the edge hosts' bus — {} frames dropped in their NICs (most at {}: {}), {} retransmission \
          timeouts; the switches dropped {}",
-        e.drops, worst.name, worst.drops, r.tcp.timeouts, r.switch.drops
+        e.drops,
+        worst.name,
+        worst.drops,
+        r.transport_timeouts(),
+        r.switch.drops
     )];
     let (tier, rings) = match (n.topology, n.fabric.as_ref()) {
         (Topology::Star, _) => ("switch", 1),

@@ -359,6 +359,22 @@ fn unsupported_settings(sc: &Scenario, id: &str, hosts: u32) -> (Problems, Probl
         early.push(("(testbed name)".into(), format!("`{id}`: use 1–24 of a-z, 0-9 and '-', not starting with '-'")));
     }
     let n = &sc.network;
+    if sc.system.readout_on_nodes && sc.farm.is_none() && sc.pipe.is_none() {
+        late.push((
+            "system.readout_on_nodes".into(),
+            "is true; the testbed gives every readout unit and node a namespace of its own (the simulator \
+             puts a readout unit on a node's host)"
+                .into(),
+        ));
+    }
+    if n.rc.is_some() {
+        late.push((
+            "network.rc".into(),
+            "is set; the testbed's roles talk over TCP sockets and its links are lossy (the simulator runs \
+             queue pairs on lossless links)"
+                .into(),
+        ));
+    }
     if !(576..=9000).contains(&n.mtu_bytes) {
         late.push(("network.mtu_bytes".into(), format!("is {}; veth links take 576 to 9000", n.mtu_bytes)));
     }
@@ -1020,12 +1036,16 @@ mod tests {
             pause_quanta: 1,
             data_priority: 3,
         });
+        sc.network.rc = Some(daqnet_core::scenario::MessageTransport::default());
+        sc.system.readout_on_nodes = true;
         let fields: Vec<String> = TestbedPlan::new(&sc, "UP").unwrap_err().into_iter().map(|(f, _)| f).collect();
         let expected = [
             "(testbed name)",
             "network.switch.buffer.scheme",
             "network.flow_control",
             "network.edge",
+            "system.readout_on_nodes",
+            "network.rc",
             "network.tcp.min_rto_ns",
         ];
         assert_eq!(fields, expected);

@@ -68,6 +68,11 @@ fn parse_corrupt(s: &str) -> Result<(ReadoutId, EventId), String> {
 /// The scenario, with the command line checked against it.
 pub fn check(a: &RunArgs) -> anyhow::Result<daqnet_core::Scenario> {
     let scenario = a.scenario.load_run()?;
+    anyhow::ensure!(
+        scenario.network.rc.is_none(),
+        "field network.rc: is set; a real run's roles talk over TCP sockets (a queue pair needs RDMA \
+         hardware); the simulator runs queue pairs (`daqnet sim`)"
+    );
     if let Some(d) = a.duration_s {
         check_duration("--duration-s", d)?;
     }

@@ -17,7 +17,7 @@ use crate::script::{Action, Event, Script, Time};
 use daqnet_core::scenario::{CongestionControl, TcpConfig, TickPhase};
 use daqnet_core::Nanos;
 use daqnet_sim::net::wire::TCP_TIMESTAMPS_BYTES;
-use daqnet_sim::tcp::ecn::EcnBits;
+use daqnet_sim::tcp::ecn::HeaderBits;
 use daqnet_sim::tcp::undo::ts_ms;
 use daqnet_sim::tcp::{AckUrgency, Receiver, Sender, TcpParams, Transmission};
 use std::collections::VecDeque;
@@ -131,7 +131,7 @@ struct Runner {
     /// Actual time of the previous event: relative times count from it.
     last: Nanos,
     /// What the socket sent, when, with its ECN bits (codepoint, ECE, CWR).
-    sent: VecDeque<(Nanos, Piece, EcnBits)>,
+    sent: VecDeque<(Nanos, Piece, HeaderBits)>,
     /// `tcp_ecn`: 1 asks for ECN and accepts it, 2 (Linux's default) only accepts it, 0 neither.
     ecn_setting: u8,
     /// The peer's SYN or SYN-ACK offered ECN.
@@ -291,7 +291,7 @@ impl Runner {
         let Some(c) = self.conn.as_mut() else { return };
         // DCTCP's ACK of what arrived before a change of CE state goes first.
         if let Some((ack, ece)) = c.rcv.take_prior_ack() {
-            let bits = EcnBits::new(c.snd.ect(false), ece, false);
+            let bits = HeaderBits::new(c.snd.ect(false), ece, false);
             self.sent.push_back((now, Piece::bare_ack(ack), bits));
         }
         let mut out: Vec<Transmission> = Vec::new();
@@ -305,7 +305,7 @@ impl Runner {
         for t in &out {
             // CWR rides on the first segment only (the others of a TSO burst have it cleared).
             let ect = c.snd.ect(!t.retransmit);
-            let bits = |i: usize| EcnBits::new(ect, c.rcv.ece(), t.cwr && i == 0);
+            let bits = |i: usize| HeaderBits::new(ect, c.rcv.ece(), t.cwr && i == 0);
             self.sent.extend(mss_pieces(t.start, t.end, self.mss).enumerate().map(|(i, p)| (now, p, bits(i))));
         }
         if !out.is_empty() {
@@ -315,7 +315,7 @@ impl Runner {
             let mut sacks = [(0, 0); 3];
             let (ack, blocks) = c.rcv.ack_fields(&mut sacks);
             c.rcv.on_ack_sent();
-            let bits = EcnBits::new(c.snd.ect(false), c.rcv.ece(), false);
+            let bits = HeaderBits::new(c.snd.ect(false), c.rcv.ece(), false);
             self.sent.push_back((now, Piece::Ack { ack, sacks, blocks }, bits));
         }
     }
@@ -429,7 +429,7 @@ impl Runner {
             }
             // Linux `tcp_fin` in FIN-WAIT-2: the FIN is acknowledged at once.
             let ack = seg.end as u64;
-            let bits = EcnBits::new(c.snd.ect(false), c.rcv.ece(), false);
+            let bits = HeaderBits::new(c.snd.ect(false), c.rcv.ece(), false);
             self.sent.push_back((at, Piece::bare_ack(ack), bits));
         }
         self.pump(at);
@@ -472,11 +472,11 @@ impl Runner {
         }
         if self.active {
             self.establish(line, at)?;
-            self.sent.push_back((at, Piece::bare_ack(0), EcnBits::default()));
+            self.sent.push_back((at, Piece::bare_ack(0), HeaderBits::default()));
         } else {
             self.syn_at = Some(at);
             // Linux `tcp_ecn_make_synack`: ECE when it accepts the peer's request.
-            let bits = EcnBits::new(false, self.peer_ecn && self.accepts_ecn(), false);
+            let bits = HeaderBits::new(false, self.peer_ecn && self.accepts_ecn(), false);
             self.sent.push_back((at, Piece::Syn, bits));
         }
         Ok(())
@@ -508,7 +508,7 @@ impl Runner {
                 self.syn_at = Some(at);
                 // Linux `tcp_ecn_send_syn`: ECE and CWR when it asks for ECN.
                 let ask = self.asks_ecn();
-                self.sent.push_back((at, Piece::Syn, EcnBits::new(false, ask, ask)));
+                self.sent.push_back((at, Piece::Syn, HeaderBits::new(false, ask, ask)));
                 Ok(())
             }
             "setsockopt" => self.setsockopt(line, args),
@@ -551,7 +551,7 @@ impl Runner {
         }
         let seq = c.snd.write_seq();
         c.fin = Some(seq);
-        self.sent.push_back((at, Piece::Fin { seq }, EcnBits::new(false, c.rcv.ece(), false)));
+        self.sent.push_back((at, Piece::Fin { seq }, HeaderBits::new(false, c.rcv.ece(), false)));
         Ok(())
     }
 
@@ -568,9 +568,9 @@ impl Runner {
 
 /// The ECN bits of an inbound segment: its codepoint (ECT(0), ECT(1) or either is ECN-capable)
 /// and its CWR flag.
-fn inbound_ecn(seg: &Segment) -> EcnBits {
+fn inbound_ecn(seg: &Segment) -> HeaderBits {
     let bits =
-        EcnBits::new(matches!(seg.ecn, Some(Ecn::Ect0 | Ecn::Ect1 | Ecn::Ect01 | Ecn::Ce)), false, seg.flags.cwr);
+        HeaderBits::new(matches!(seg.ecn, Some(Ecn::Ect0 | Ecn::Ect1 | Ecn::Ect01 | Ecn::Ce)), false, seg.flags.cwr);
     if seg.ecn == Some(Ecn::Ce) {
         bits.marked()
     } else {
@@ -581,7 +581,7 @@ fn inbound_ecn(seg: &Segment) -> EcnBits {
 /// How the socket's ECN bits differ from what a `>` line expects of one of its MSS pieces, if
 /// they do: its E and W flags always (W on the `first` piece only: Linux clears CWR on the
 /// other segments of a TSO burst), its codepoint when the line gives one.
-fn ecn_mismatch(seg: &Segment, bits: EcnBits, first: bool) -> Option<String> {
+fn ecn_mismatch(seg: &Segment, bits: HeaderBits, first: bool) -> Option<String> {
     let flag = |on: bool, f: &str| if on { f.to_string() } else { format!("no {f}") };
     let cwr = seg.flags.cwr && first;
     if seg.flags.ece != bits.ece() || cwr != bits.cwr() {

@@ -166,6 +166,35 @@ pub struct FlowStats {
     pub buffer_dependency_cycle: Option<Vec<String>>,
 }
 
+/// The message transport over a run (`[network.rc]`): what the queue pairs sent and how often
+/// they went back.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RcCounters {
+    /// Data packets sent, retransmissions included.
+    pub data_packets: u64,
+    /// Data packets sent again after going back.
+    pub retransmitted_packets: u64,
+    /// ACKs the responders sent.
+    pub acks: u64,
+    /// NAKs (packet sequence errors) the responders sent.
+    pub naks: u64,
+    /// Times a requester went back after a NAK.
+    pub go_back_n: u64,
+    /// Times a requester went back after its ACK timeout.
+    pub timeouts: u64,
+}
+
+impl std::ops::AddAssign<&RcCounters> for RcCounters {
+    fn add_assign(&mut self, o: &RcCounters) {
+        self.data_packets += o.data_packets;
+        self.retransmitted_packets += o.retransmitted_packets;
+        self.acks += o.acks;
+        self.naks += o.naks;
+        self.go_back_n += o.go_back_n;
+        self.timeouts += o.timeouts;
+    }
+}
+
 /// Switch counters.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SwitchStats {
@@ -225,6 +254,10 @@ pub struct RunReport {
     /// dependencies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow_control: Option<FlowStats>,
+    /// (sim, with `[network.rc]`) The queue pairs' packets, ACKs, NAKs and returns; `tcp` is
+    /// then all zero.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rc: Option<RcCounters>,
     /// (sim, with `[network.edge]`) The edge hosts' receive path: drops in their NICs' buffers
     /// and their occupancy, per host (`node3 nic`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -562,6 +595,18 @@ pub struct EventRecord {
 }
 
 impl RunReport {
+    /// Packets the transport sent again: TCP's retransmitted segments, or the queue pairs'
+    /// (`[network.rc]`).
+    pub fn retransmitted(&self) -> u64 {
+        self.rc.as_ref().map_or(self.tcp.retransmits, |rc| rc.retransmitted_packets)
+    }
+
+    /// Times the transport's timer sent again: TCP's retransmission timeouts, or the queue
+    /// pairs' ACK timeouts.
+    pub fn transport_timeouts(&self) -> u64 {
+        self.rc.as_ref().map_or(self.tcp.timeouts, |rc| rc.timeouts)
+    }
+
     /// The report as pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a report always serializes")

@@ -156,7 +156,16 @@ impl RunReport {
             ),
         );
         t.row("events ≥ 100 ms", format!("{:.1} %", 100.0 * l.share_ge_100ms));
-        t.row("tcp", self.tcp_row());
+        match &self.rc {
+            Some(rc) => t.row(
+                "rc",
+                format!(
+                    "{} data packets ({} again), {} ACKs, {} NAKs; went back {} times on a NAK, {} on a timeout",
+                    rc.data_packets, rc.retransmitted_packets, rc.acks, rc.naks, rc.go_back_n, rc.timeouts
+                ),
+            ),
+            None => t.row("tcp", self.tcp_row()),
+        }
         let switch = match self.switch.summary() {
             // No port measured: the roles ran on one host, with no switch between them.
             None => "none measured (a run on one host has no switch between its roles)".into(),

@@ -25,6 +25,7 @@ collect_fraction = 1.0       # fraction of readout units a unit collects from pe
 request_bytes = 64           # size of a data request message
 readout_service_ns = "50us"  # readout unit: request received -> response handed to TCP, at least
 readout_service_jitter_ns = "400us"  # plus a uniform extra delay in [0, this), drawn per request
+# readout_on_nodes = true    # readout unit r on node r's host (needs readout_units = nodes; default false)
 
 [system.supervisor]
 rate_hz = 750.0              # events assigned per second, or "unbounded" (whenever a unit asks)
@@ -95,6 +96,14 @@ buffer = { scheme = "deep", port_bytes = "1.5GB" }
 # xon_gap_bytes = "3kB"      # XON this far below XOFF (default: two full frames)
 # pause_quanta = 65535       # each pause: quanta × 512 bit times (3.36 ms at 10 Gb/s), renewed at half
 # data_priority = 3          # "pfc": the dataflow's priority
+
+# [network.rc]               # reliable-connected queue pairs (InfiniBand RC, RoCEv2) instead of TCP:
+#                            # messages cut at the path MTU, sent at line rate, go-back-N on a loss;
+#                            # needs [network.flow_control] (default: none, TCP)
+# path_mtu_bytes = 4096      # payload per packet: 256..4096 (InfiniBand), 8192, 10240 (Omni-Path)
+#                            # (default: the largest InfiniBand MTU network.mtu_bytes holds)
+# rate_limit_bps = "25G"     # a queue pair's rate limit (default: none, line rate)
+# ack_timeout_ns = "67ms"    # local ACK timeout (default 4.096 us x 2^14)
 
 [network.tcp]
 congestion_control = "newreno"   # newreno | cubic | static | dctcp (DCTCP always uses ECN)

@@ -12,6 +12,7 @@ pub mod flow;
 mod load;
 mod pipe;
 mod raw;
+pub mod rc;
 mod validate;
 
 pub use choice::{Credits, Rate};
@@ -20,6 +21,7 @@ pub use farm::{Dispatch, Farm, FromBuilder, Implementation};
 pub use flow::{FlowControl, FlowControlMode};
 pub use load::{apply_set, load, parse_str, ScenarioError};
 pub use pipe::{Pipe, PipeDirection, PipePattern, PipeScheduler};
+pub use rc::MessageTransport;
 
 use crate::units::{de_bps, de_bytes, de_bytes_u32, de_ms, de_ns, de_secs};
 use serde::{Deserialize, Serialize};
@@ -80,6 +82,12 @@ pub struct System {
     /// the seed (readout software does not answer in lock-step), in ns.
     #[serde(deserialize_with = "de_ns")]
     pub readout_service_jitter_ns: u64,
+    /// Readout unit `r` runs on node `r`'s host: one link carries the unit's responses out and
+    /// the node's collected fragments in, and a collector's request to its own host's unit
+    /// crosses no link ([LOSSLESS] Fig. 5's set-up). Needs `readout_units = nodes` and a star or
+    /// two-tier network (simulator; on the testbed every role has its own host). Default false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub readout_on_nodes: bool,
     /// The supervisor: assignment rate and policy.
     pub supervisor: SupervisorConfig,
 }
@@ -227,6 +235,11 @@ pub struct Network {
     /// (IEEE 802.3x) or priority flow control (802.1Qbb). Default: none, a full buffer drops.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow_control: Option<FlowControl>,
+    /// The dataflow's transport when not TCP (simulator; see [`MessageTransport`]):
+    /// reliable-connected queue pairs (InfiniBand RC, RoCEv2), on lossless links. Default:
+    /// none, TCP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rc: Option<MessageTransport>,
     /// `star` only: the single switch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub switch: Option<SwitchConfig>,
@@ -632,6 +645,7 @@ impl Default for System {
             request_bytes: 64,
             readout_service_ns: 50_000,
             readout_service_jitter_ns: 400_000,
+            readout_on_nodes: false,
             supervisor: SupervisorConfig::default(),
         }
     }
@@ -656,6 +670,7 @@ impl Default for Network {
             edge: None,
             ecn: None,
             flow_control: None,
+            rc: None,
             switch: None,
             readout_switch: None,
             rack_switch: None,
@@ -703,10 +718,13 @@ impl Network {
         self.mtu_bytes as u64 + 38
     }
 
-    /// Share of a link's rate that full-sized segments carry as payload: the MSS over a full
-    /// frame on the wire.
+    /// Share of a link's rate that full-sized packets carry as payload: the MSS over a full
+    /// frame on the wire, or with `[network.rc]` the path MTU over its RoCEv2 frame.
     pub fn payload_share(&self) -> f64 {
-        self.mss_bytes() as f64 / self.wire_frame_bytes() as f64
+        match self.rc.as_ref().and_then(|rc| rc.path_mtu(self.mtu_bytes)) {
+            Some(mtu) => mtu as f64 / (mtu + rc::ROCE_HEADER_BYTES + 38) as f64,
+            None => self.mss_bytes() as f64 / self.wire_frame_bytes() as f64,
+        }
     }
 }
 
@@ -790,7 +808,8 @@ impl Scenario {
             (0..p.nodes).map(|n| NodeId(n).host()).collect()
         } else {
             let s = &self.system;
-            (0..s.readout_units).map(|r| ReadoutId(r).host()).chain((0..s.nodes).map(|n| NodeId(n).host())).collect()
+            let readout_hosts = if s.readout_on_nodes { 0 } else { s.readout_units };
+            (0..readout_hosts).map(|r| ReadoutId(r).host()).chain((0..s.nodes).map(|n| NodeId(n).host())).collect()
         }
     }
 

@@ -1,8 +1,9 @@
 //! Semantic checks of a scenario: each problem names the field, its value and what is allowed.
 
 use super::{
-    flow, BufferConfig, Credits, Dispatch, EcnMarking, Farm, FlowControl, FlowControlMode, FragmentSize, FromBuilder,
-    Implementation, Network, ParallelLeafSpine, Pipe, PipeScheduler, Rate, Scenario, SwitchConfig, System, Topology,
+    flow, rc, BufferConfig, Credits, Dispatch, EcnMarking, Farm, FlowControl, FlowControlMode, FragmentSize,
+    FromBuilder, Implementation, MessageTransport, Network, ParallelLeafSpine, Pipe, PipeScheduler, Rate, Scenario,
+    SwitchConfig, System, Topology,
 };
 
 type Problems = Vec<(String, String)>;
@@ -77,6 +78,25 @@ impl Scenario {
         positive(&mut p, "system.nodes", s.nodes as u64);
         positive(&mut p, "system.pus_per_node", s.pus_per_node as u64);
         positive(&mut p, "system.request_bytes", s.request_bytes as u64);
+        if s.readout_on_nodes {
+            need(
+                &mut p,
+                s.readout_units == s.nodes,
+                "system.readout_on_nodes",
+                format!(
+                    "is true with {} readout units and {} nodes; each node's host runs one readout unit: make \
+                     system.readout_units equal system.nodes",
+                    s.readout_units, s.nodes
+                ),
+            );
+            need(
+                &mut p,
+                self.network.topology != Topology::ParallelLeafSpine,
+                "system.readout_on_nodes",
+                "is true on a parallel_leaf_spine, whose readout units have pods of their own; use star or two_tier"
+                    .into(),
+            );
+        }
         need(
             &mut p,
             s.collect_fraction > 0.0 && s.collect_fraction <= 1.0,
@@ -240,6 +260,9 @@ impl Scenario {
         }
         if let Some(fc) = &n.flow_control {
             validate_flow_control(&mut p, fc, n);
+        }
+        if let Some(rc) = &n.rc {
+            validate_message_transport(&mut p, rc, n);
         }
 
         let r = &self.run;
@@ -594,6 +617,61 @@ fn validate_marking(p: &mut Problems, m: &EcnMarking) {
             );
         }
     }
+}
+
+/// The message transport: on lossless links, with a path MTU, without ECN (its senders do
+/// not react to marks), a rate limit and an ACK timeout above zero.
+fn validate_message_transport(p: &mut Problems, rc: &MessageTransport, n: &Network) {
+    need(
+        p,
+        n.flow_control.is_some(),
+        "network.rc",
+        "is set without [network.flow_control]: a queue pair has no congestion control and sends at line rate, \
+         so it runs on lossless links (InfiniBand credits, or PFC under RoCE); add [network.flow_control]"
+            .into(),
+    );
+    match rc.path_mtu_bytes {
+        None => need(
+            p,
+            rc::path_mtu(n.mtu_bytes).is_some(),
+            "network.mtu_bytes",
+            format!(
+                "is {}; a queue pair's packets carry at least 256 bytes and {} of headers: at least {}",
+                n.mtu_bytes,
+                rc::ROCE_HEADER_BYTES,
+                256 + rc::ROCE_HEADER_BYTES
+            ),
+        ),
+        Some(m) if !rc::IB_MTUS.contains(&m) && !rc::OPA_MTUS.contains(&m) => need(
+            p,
+            false,
+            "network.rc.path_mtu_bytes",
+            format!("is {m}; allowed: 256, 512, 1024, 2048, 4096 (InfiniBand), 8192, 10240 (Omni-Path)"),
+        ),
+        Some(m) => need(
+            p,
+            m + rc::ROCE_HEADER_BYTES <= n.mtu_bytes,
+            "network.rc.path_mtu_bytes",
+            format!(
+                "is {m}; with its {} bytes of headers a packet exceeds network.mtu_bytes ({}): at most {} \
+                 there, or raise network.mtu_bytes to {}",
+                rc::ROCE_HEADER_BYTES,
+                n.mtu_bytes,
+                n.mtu_bytes.saturating_sub(rc::ROCE_HEADER_BYTES),
+                m + rc::ROCE_HEADER_BYTES
+            ),
+        ),
+    }
+    need(
+        p,
+        n.ecn.is_none(),
+        "network.ecn",
+        "is set with [network.rc]: queue pairs send at line rate and do not react to marks; remove one".into(),
+    );
+    if let Some(bps) = rc.rate_limit_bps {
+        positive(p, "network.rc.rate_limit_bps", bps);
+    }
+    positive(p, "network.rc.ack_timeout_ns", rc.ack_timeout_ns);
 }
 
 /// Flow control: quanta and priority in range; every ingress buffer holds its links' headroom

@@ -6,7 +6,6 @@
 use super::{Ev, Flight, Packet, Sockets};
 use crate::engine::EventQueue;
 use crate::net::flow::{Gate, Held, Ingress, Next, PauseFrame, Sending};
-use crate::net::wire::frame_bytes;
 use crate::net::Vertex;
 use daqnet_core::report::FlowStats;
 use daqnet_core::scenario::FlowControlMode;
@@ -155,7 +154,7 @@ impl<M: Copy> Sockets<M> {
     /// Counts `pkt` at the receiver of `port`, if it fits within the port's limit (and its
     /// pool); pauses the port above XOFF.
     fn admit<A>(&mut self, q: &mut EventQueue<Ev<A>>, port: u32, plan: &PausePlan, pkt: &Packet) -> Option<Held> {
-        let bytes = frame_bytes(pkt.len, pkt.nsack as usize);
+        let bytes = pkt.frame_bytes();
         let f = self.flow.as_deref_mut().expect("flow control is on");
         let class = f.class;
         let ing = &mut f.ingress[port as usize];
@@ -207,12 +206,12 @@ impl<M: Copy> Sockets<M> {
             self.release(q, held);
             return;
         }
-        let frame = frame_bytes(pkt.len, pkt.nsack as usize);
+        let frame = pkt.frame_bytes();
         p.hold(q.now(), frame, &mut self.net.pools);
         let waiting = self.flow.as_deref().expect("flow control is on").gates[port as usize].waiting();
         let p = &mut self.net.ports[port as usize];
-        if pkt.ecn.ect() && p.mark_held(frame, waiting) {
-            pkt.ecn = pkt.ecn.marked();
+        if pkt.bits.ect() && p.mark_held(frame, waiting) {
+            pkt.bits = pkt.bits.marked();
         }
         let f = self.flow();
         f.gates[port as usize].push(pkt, Held { class: f.class, bytes: frame, ..held });
@@ -242,7 +241,7 @@ impl<M: Copy> Sockets<M> {
                 (self.net.ports[port as usize].send_pause_frame(start_ps), Sending::Pause(frame))
             }
             Next::Frame(pkt, held) => {
-                let frame = frame_bytes(pkt.len, pkt.nsack as usize);
+                let frame = pkt.frame_bytes();
                 let (end_ps, arrival) = self.net.ports[port as usize].send_held(start_ps, frame);
                 if self.net.plan.stays_in_switch(PortId(port)) {
                     self.flow().carried[port as usize].push_back(held);
@@ -287,8 +286,12 @@ impl<M: Copy> Sockets<M> {
         }
     }
 
-    /// A data segment has left its host's NIC: TCP small queues may let its socket send more.
+    /// A data segment has left its host's NIC: TCP small queues may let its socket send more (or
+    /// the NIC take its queue pair's next packet).
     fn left_host<A>(&mut self, q: &mut EventQueue<Ev<A>>, pkt: &Packet) {
+        if self.rc.is_some() {
+            return self.rc_left_host(q, pkt);
+        }
         let snd = &mut self.conns[pkt.slot.index()].ep[pkt.from.index()].snd;
         if snd.on_host_sent(pkt.len) {
             self.pump(q, pkt.slot, pkt.from);

@@ -9,10 +9,10 @@
 
 use crate::engine::{EventQueue, Place};
 use crate::net::port::{offer, Admission};
-use crate::net::wire::{frame_bytes, sack_option_bytes};
+use crate::net::wire::{frame_bytes, rc_frame_bytes, sack_option_bytes, HeaderBits};
 use crate::net::{Network, Vertex};
 use crate::prefetch::prefetch;
-use crate::tcp::ecn::EcnBits;
+use crate::rc::RcParams;
 use crate::tcp::undo::ts_ms;
 use crate::tcp::{AckUrgency, Endpoint, Sender, TcpParams, Transmission};
 use daqnet_core::report::{PortStats, RunReport, SimWork, SwitchStats, TcpCounters};
@@ -21,6 +21,7 @@ use daqnet_core::{ConnId, Nanos, Side, NS_PER_S};
 use std::collections::VecDeque;
 
 mod flow;
+mod rc;
 pub use flow::{LinkEv, LinkSlot};
 
 /// An event of a simulation: the socket layer's, or the dataflow's own (`A`).
@@ -31,8 +32,8 @@ pub enum Ev<A> {
         /// The port.
         port: u32,
     },
-    /// A TCP endpoint's timer.
-    Tcp {
+    /// A connection end's timer (TCP's, or a queue pair's).
+    Timer {
         /// The endpoint.
         ep: EndpointId,
     },
@@ -142,8 +143,8 @@ struct Packet {
     from: End,
     core: u8,
     nsack: u8,
-    /// ECN: its codepoint and TCP flags.
-    ecn: EcnBits,
+    /// ECN's codepoint and the transport's flags.
+    bits: HeaderBits,
 }
 
 const _: () = assert!(std::mem::size_of::<Packet>() == 64, "a packet is copied at every hop");
@@ -151,6 +152,16 @@ const _: () = assert!(std::mem::size_of::<Packet>() == 64, "a packet is copied a
 impl Packet {
     fn end(&self) -> u64 {
         self.start + self.len as u64
+    }
+
+    /// Its frame's bytes, header to FCS.
+    #[inline(always)]
+    fn frame_bytes(&self) -> u32 {
+        if self.bits.queue_pair() {
+            rc_frame_bytes(self.len)
+        } else {
+            frame_bytes(self.len, self.nsack as usize)
+        }
     }
 
     fn sack_blocks(&self) -> [(u64, u64); 3] {
@@ -285,6 +296,8 @@ pub struct Sockets<M> {
     ce_received: u64,
     /// Link-level flow control, if the links run it.
     flow: Option<Box<flow::Flow>>,
+    /// The connections when they are queue pairs (`[network.rc]`) instead of TCP's.
+    rc: Option<Box<rc::QueuePairs<M>>>,
 }
 
 impl<M: Copy> Sockets<M> {
@@ -319,7 +332,30 @@ impl<M: Copy> Sockets<M> {
             capture: None,
             dup_acks: 0,
             ce_received: 0,
+            rc: None,
         }
+    }
+
+    /// The sockets of a scenario's `network` over `net`: TCP connections as
+    /// [`Sockets::new`] makes them, or queue pairs with `[network.rc]`.
+    pub fn of_scenario(
+        net: Network,
+        network: &daqnet_core::scenario::Network,
+        seed: u64,
+        pairs: impl IntoIterator<Item = (u32, u32)>,
+    ) -> Self {
+        let params = TcpParams::from_config(&network.tcp, network.mss_bytes());
+        let mut s = Sockets::new(net, &params, seed, pairs);
+        if let Some(rc) = &network.rc {
+            let mtu = rc.path_mtu(network.mtu_bytes).expect("a validated scenario has a path MTU");
+            s.rc = Some(rc::QueuePairs::new(RcParams {
+                mtu,
+                rate_limit_bps: rc.rate_limit_bps,
+                ack_timeout_ns: rc.ack_timeout_ns,
+            }));
+            s.prefetch = false;
+        }
+        s
     }
 
     /// Connection `c`'s slot, opening it on first use: its endpoints as the handshake leaves
@@ -365,8 +401,10 @@ impl<M: Copy> Sockets<M> {
     pub fn set_path(&mut self, c: ConnId, path: u8) {
         let plan = &mut self.planned[c.index()];
         plan.core = [path, path];
-        if plan.slot != Slot::CLOSED {
-            self.conns[plan.slot.index()].core = [path, path];
+        match plan.slot {
+            Slot::CLOSED => {}
+            slot if self.rc.is_some() => self.rc_set_path(slot, path),
+            slot => self.conns[slot.index()].core = [path, path],
         }
     }
 
@@ -376,13 +414,14 @@ impl<M: Copy> Sockets<M> {
     }
 
     /// What a trace can select: every port, and every TCP sender as `FROM->TO` (connection
-    /// `c`'s opener end at `2c`, its acceptor end at `2c + 1`).
+    /// `c`'s opener end at `2c`, its acceptor end at `2c + 1`; none when the connections are
+    /// queue pairs).
     pub fn targets(&self) -> Targets {
         let host = |h: u32| self.net.host_name(h);
+        let tcp = if self.rc.is_some() { &[][..] } else { &self.planned[..] };
         Targets {
             ports: self.net.ports.iter().map(|p| p.name.clone()).collect(),
-            senders: self
-                .planned
+            senders: tcp
                 .iter()
                 .flat_map(|c| [(c.hosts[0], c.hosts[1]), (c.hosts[1], c.hosts[0])])
                 .map(|(from, to)| format!("{}->{}", host(from), host(to)))
@@ -434,6 +473,9 @@ impl<M: Copy> Sockets<M> {
 
     /// `end` of connection `c` writes a message of `bytes`, delivered whole to the other end.
     pub fn send<A>(&mut self, q: &mut EventQueue<Ev<A>>, c: ConnId, end: End, bytes: u64, msg: M) {
+        if self.rc.is_some() {
+            return self.rc_send(q, c, end, bytes, msg);
+        }
         let now = q.now();
         let slot = self.open(c);
         let conn = &mut self.conns[slot.index()];
@@ -443,8 +485,11 @@ impl<M: Copy> Sockets<M> {
         self.pump(q, slot, end);
     }
 
-    /// A TCP endpoint's timer event.
+    /// A connection end's timer event.
     pub fn on_timer<A>(&mut self, q: &mut EventQueue<Ev<A>>, ep: EndpointId) {
+        if self.rc.is_some() {
+            return self.rc_on_timer(q, ep);
+        }
         let now = q.now();
         let (c, end) = (ep.slot(), ep.end());
         let conn = &mut self.conns[c.index()];
@@ -528,16 +573,19 @@ impl<M: Copy> Sockets<M> {
     }
 
     fn receive(&mut self, now: Nanos, p: Packet) -> Received {
+        if self.rc.is_some() {
+            return self.rc_receive(now, p);
+        }
         let end = p.from.peer();
         let has_data = p.len > 0;
         let conn = &mut self.conns[p.slot.index()];
         let ep = &mut conn.ep[end.index()];
         ep.rcv.on_timestamp(p.start, p.tsval);
         let sacks = &p.sack_blocks()[..p.nsack as usize];
-        ep.snd.on_ack_ecn(now, p.ack, sacks, has_data, Some(p.tsecr), p.ecn.ece());
+        ep.snd.on_ack_ecn(now, p.ack, sacks, has_data, Some(p.tsecr), p.bits.ece());
         if has_data {
-            self.ce_received += u64::from(p.ecn.ce());
-            ep.rcv.on_data(now, p.start, p.end(), p.ecn, ep.snd.rtt_bounds());
+            self.ce_received += u64::from(p.bits.ce());
+            ep.rcv.on_data(now, p.start, p.end(), p.bits, ep.snd.rtt_bounds());
         }
         Received { conn: conn.id, end, slot: p.slot, len: p.len }
     }
@@ -546,6 +594,9 @@ impl<M: Copy> Sockets<M> {
     pub fn next_message(&mut self, rx: &Received) -> Option<M> {
         if rx.len == 0 {
             return None;
+        }
+        if self.rc.is_some() {
+            return self.rc_next_message(rx);
         }
         let conn = &mut self.conns[rx.slot.index()];
         let rcv = &mut conn.ep[rx.end.index()].rcv;
@@ -564,6 +615,9 @@ impl<M: Copy> Sockets<M> {
     /// The end that received `rx` answers: it acknowledges and sends what its window allows.
     #[inline]
     pub(crate) fn answer<A>(&mut self, q: &mut EventQueue<Ev<A>>, rx: &Received) {
+        if self.rc.is_some() {
+            return self.rc_pump(q, rx.slot, rx.end);
+        }
         self.pump(q, rx.slot, rx.end);
     }
 
@@ -593,7 +647,7 @@ impl<M: Copy> Sockets<M> {
         if let Some(d) = conn.ep[end.index()].poll_timeout() {
             if d < conn.wakeup[end.index()] {
                 conn.wakeup[end.index()] = d;
-                q.schedule_timer(d.max(now), Ev::Tcp { ep: EndpointId::new(c, end) });
+                q.schedule_timer(d.max(now), Ev::Timer { ep: EndpointId::new(c, end) });
             }
         }
     }
@@ -607,7 +661,7 @@ impl<M: Copy> Sockets<M> {
         let ep = &mut conn.ep[from.index()];
         let mut sack = [(0u64, 0u64); 3];
         let (ack, nsack) = ep.rcv.ack_fields(&mut sack);
-        let ecn = EcnBits::new(ep.snd.ect(end > start && !retransmit), ep.rcv.ece(), tx.cwr);
+        let ecn = HeaderBits::new(ep.snd.ect(end > start && !retransmit), ep.rcv.ece(), tx.cwr);
         ep.rcv.on_ack_sent();
         if end == start && conn.last_ack[from.index()] == ack {
             self.dup_acks += 1;
@@ -636,7 +690,7 @@ impl<M: Copy> Sockets<M> {
         let ep = &conn.ep[from.index()];
         let mut sack = [(0u64, 0u64); 3];
         let (_, nsack) = ep.rcv.ack_fields(&mut sack);
-        let (nxt, ecn) = (ep.snd.snd_nxt(), EcnBits::new(ep.snd.ect(false), ece, false));
+        let (nxt, ecn) = (ep.snd.snd_nxt(), HeaderBits::new(ep.snd.ect(false), ece, false));
         if conn.last_ack[from.index()] == ack {
             self.dup_acks += 1;
         }
@@ -655,7 +709,7 @@ impl<M: Copy> Sockets<M> {
         from: End,
         (start, end): (u64, u64),
         (ack, sack): (u64, &[(u64, u64)]),
-        ecn: EcnBits,
+        ecn: HeaderBits,
     ) {
         let conn = &self.conns[c.index()];
         let pkt = Packet {
@@ -670,7 +724,7 @@ impl<M: Copy> Sockets<M> {
             start,
             ack,
             sack: SackOffsets::new(ack, sack),
-            ecn,
+            bits: ecn,
         };
         let nic = self.net.nic(conn.hosts[from.index()], pkt.core as u32);
         self.packets += 1;
@@ -686,8 +740,8 @@ impl<M: Copy> Sockets<M> {
         let frame = frame_bytes(pkt.len, pkt.nsack as usize);
         match offer(&mut self.net.ports, &mut self.net.pools, port, now, frame) {
             Admission::Sent { arrival_ns } => {
-                if pkt.ecn.ect() && self.net.ports[port as usize].mark_admitted(frame) {
-                    pkt.ecn = pkt.ecn.marked();
+                if pkt.bits.ect() && self.net.ports[port as usize].mark_admitted(frame) {
+                    pkt.bits = pkt.bits.marked();
                 }
                 self.capture(port, arrival_ns, &pkt);
                 let place = q.take_place();
@@ -712,14 +766,17 @@ impl<M: Copy> Sockets<M> {
 
     #[inline(never)]
     fn capture_frame(&mut self, port: u32, arrival_ns: Nanos, pkt: &Packet) {
+        let (id, hosts) = match self.rc {
+            Some(_) => self.rc_conn_hosts(pkt.slot),
+            None => (self.conns[pkt.slot.index()].id, self.conns[pkt.slot.index()].hosts),
+        };
         let Some(c) = self.capture.as_mut().filter(|c| c.index[port as usize] != u32::MAX) else { return };
-        let conn = &self.conns[pkt.slot.index()];
         c.frames.push(CapturedFrame {
             // A tap on the link sees the frame when its transmission ends.
             t_ns: arrival_ns - self.net.ports[port as usize].delay_ns,
             port: c.index[port as usize],
-            hosts: (conn.hosts[pkt.from.index()], pkt.dst),
-            conn: conn.id.0,
+            hosts: (hosts[pkt.from.index()], pkt.dst),
+            conn: id.0,
             from_opener: pkt.from == End::Opener,
             seq: pkt.start,
             len: pkt.len,
@@ -775,6 +832,7 @@ impl<M: Copy> Sockets<M> {
         let edge = &f.plan.edge_ports;
         report.edge = (!edge.is_empty()).then(|| stats(edge.iter().map(|&p| p.0 as usize).collect()));
         report.flow_control = self.flow_stats(now);
+        report.rc = self.rc_totals().map(|(c, _, _)| c);
         report.wall_s = wall_s;
         report.sim_events_per_s = Some(if wall_s > 0.0 { built as f64 / wall_s } else { 0.0 });
         report.sim_work = Some(self.work(q));
@@ -796,13 +854,15 @@ impl<M: Copy> Sockets<M> {
     /// The simulator's work: scheduler events of `q`, packets created, simulated time,
     /// connections and the bytes of their state.
     fn work<A>(&self, q: &EventQueue<Ev<A>>) -> SimWork {
+        let tcp = (self.conns.len() as u64, self.conns.iter().map(Conn::bytes).sum::<usize>() as u64);
+        let (open, bytes) = self.rc_totals().map_or(tcp, |(_, open, bytes)| (open, bytes));
         SimWork {
             scheduler_events: q.popped(),
             packets: self.packets,
             simulated_s: q.now() as f64 / NS_PER_S as f64,
             connections: self.planned.len() as u64,
-            connections_open: self.conns.len() as u64,
-            connection_bytes: self.conns.iter().map(Conn::bytes).sum::<usize>() as u64,
+            connections_open: open,
+            connection_bytes: bytes,
         }
     }
 }

@@ -3,56 +3,7 @@
 //! of every change of CE state (RFC 8257 §3.2). After Linux's `tcp_ecn_send`,
 //! `tcp_ecn_accept_cwr`, `__tcp_ecn_check_ce` and `dctcp_ece_ack_update`.
 
-/// A segment's ECN bits: the IP header's codepoint (ECN-capable, CE) and the TCP header's
-/// flags (ECE, CWR), in one byte.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct EcnBits(u8);
-
-impl EcnBits {
-    const ECT: u8 = 1;
-    const CE: u8 = 2;
-    const ECE: u8 = 4;
-    const CWR: u8 = 8;
-
-    /// A segment sent ECN-capable or not, with ECE and CWR set or not.
-    pub const fn new(ect: bool, ece: bool, cwr: bool) -> Self {
-        EcnBits((ect as u8 * Self::ECT) | (ece as u8 * Self::ECE) | (cwr as u8 * Self::CWR))
-    }
-
-    /// ECN-capable transport: a switch may mark it instead of dropping it.
-    pub fn ect(self) -> bool {
-        self.0 & Self::ECT != 0
-    }
-
-    /// Marked Congestion Experienced on the way.
-    pub fn ce(self) -> bool {
-        self.0 & Self::CE != 0
-    }
-
-    /// The TCP ECN-Echo flag.
-    pub fn ece(self) -> bool {
-        self.0 & Self::ECE != 0
-    }
-
-    /// The TCP Congestion Window Reduced flag.
-    pub fn cwr(self) -> bool {
-        self.0 & Self::CWR != 0
-    }
-
-    /// The same segment marked Congestion Experienced (ECT becomes CE).
-    pub const fn marked(self) -> Self {
-        EcnBits(self.0 | Self::CE)
-    }
-
-    /// The codepoint it arrived with.
-    pub fn codepoint(self) -> Codepoint {
-        match (self.ect(), self.ce()) {
-            (_, true) => Codepoint::Ce,
-            (true, false) => Codepoint::Ect,
-            (false, false) => Codepoint::NotEct,
-        }
-    }
-}
+pub use crate::net::wire::HeaderBits;
 
 /// The IP header's ECN field as a receiver reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,12 +131,12 @@ mod tests {
 
     #[test]
     fn bits_pack_in_one_byte_and_a_mark_turns_ect_into_ce() {
-        let b = EcnBits::new(true, false, true);
+        let b = HeaderBits::new(true, false, true);
         assert!(b.ect() && !b.ece() && b.cwr() && !b.ce());
         assert_eq!(b.codepoint(), Codepoint::Ect);
         assert_eq!(b.marked().codepoint(), Codepoint::Ce);
-        assert_eq!(EcnBits::new(false, true, false).codepoint(), Codepoint::NotEct);
-        assert_eq!(std::mem::size_of::<EcnBits>(), 1);
+        assert_eq!(HeaderBits::new(false, true, false).codepoint(), Codepoint::NotEct);
+        assert_eq!(std::mem::size_of::<HeaderBits>(), 1);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The receiving half of a TCP endpoint: cumulative and selective acknowledgements, delayed
 //! ACKs, and Linux's quick-ACK mode.
 
-use super::ecn::{Echo, EchoAction, EchoMode, EcnBits};
+use super::ecn::{Echo, EchoAction, EchoMode, HeaderBits};
 use super::TcpParams;
 use daqnet_core::scenario::CongestionControl;
 use daqnet_core::Nanos;
@@ -178,13 +178,13 @@ impl Receiver {
     /// A segment carrying `[start, end)` arrived at `now`; `rtt`: the connection's RTT as its
     /// sending half measures it.
     pub fn on_segment(&mut self, now: Nanos, start: u64, end: u64, rtt: RttBounds) {
-        self.on_data(now, start, end, EcnBits::default(), rtt);
+        self.on_data(now, start, end, HeaderBits::default(), rtt);
     }
 
     /// [`Receiver::on_segment`] with the segment's ECN bits: CWR ends a classic echo (and is
     /// ACKed at once), and the codepoint of new data feeds the echo (Linux `tcp_data_queue`'s
     /// `tcp_ecn_accept_cwr`, then `tcp_ecn_check_ce` on new data).
-    pub fn on_data(&mut self, now: Nanos, start: u64, end: u64, bits: EcnBits, rtt: RttBounds) {
+    pub fn on_data(&mut self, now: Nanos, start: u64, end: u64, bits: HeaderBits, rtt: RttBounds) {
         let Some(echo) = self.echo.as_mut() else {
             self.take_segment(now, start, end, rtt);
             return;
@@ -422,7 +422,7 @@ mod tests {
         Receiver::new(&TcpParams::from_config(&c, 1000))
     }
 
-    const ECT: EcnBits = EcnBits::new(true, false, false);
+    const ECT: HeaderBits = HeaderBits::new(true, false, false);
 
     #[test]
     fn dctcp_acks_a_change_of_ce_state_at_once_after_flushing_the_delayed_ack_with_the_old_state() {
@@ -455,7 +455,7 @@ mod tests {
         assert_eq!(r.urgency(), AckUrgency::Now, "quick-ACK mode: the next segment too");
         assert!(r.ece(), "until CWR");
         r.on_ack_sent();
-        r.on_data(3, 3000, 4000, EcnBits::new(true, false, true), NO_RTT);
+        r.on_data(3, 3000, 4000, HeaderBits::new(true, false, true), NO_RTT);
         assert_eq!((r.urgency(), r.ece()), (AckUrgency::Now, false), "CWR: ACKed at once, the echo ends");
         // A duplicate is not read for its codepoint (Linux checks CE on new data only).
         r.on_ack_sent();
