@@ -70,6 +70,11 @@ fn parse_capture(ports: &str) -> Result<TraceSpec, String> {
 pub fn check(a: &SimArgs) -> anyhow::Result<Scenario> {
     let scenario = a.scenario.load()?;
     check_faults(&scenario, &a.fail)?;
+    anyhow::ensure!(
+        a.pcap.is_none() || scenario.network.rc.is_none(),
+        "--pcap: a capture writes TCP segments, and with [network.rc] the connections are queue pairs; \
+         trace the ports instead (--trace queue=PORTS)"
+    );
     if a.trace.is_some() || a.pcap.is_some() {
         let targets = daqnet_sim::trace_targets(&scenario);
         for (flag, spec) in [("--trace", &a.trace), ("--pcap", &a.pcap)] {

@@ -347,6 +347,7 @@ impl<M: Copy> Sockets<M> {
         let params = TcpParams::from_config(&network.tcp, network.mss_bytes());
         let mut s = Sockets::new(net, &params, seed, pairs);
         if let Some(rc) = &network.rc {
+            debug_assert!(s.flow.is_some(), "a validated scenario runs queue pairs on lossless links");
             let mtu = rc.path_mtu(network.mtu_bytes).expect("a validated scenario has a path MTU");
             s.rc = Some(rc::QueuePairs::new(RcParams {
                 mtu,
