@@ -130,7 +130,8 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::from(2)
+            // 1: the run failed; 2: the command line or its input was wrong.
+            ExitCode::from(if e.downcast_ref::<commands::RunFailed>().is_some() { 1 } else { 2 })
         }
     }
 }

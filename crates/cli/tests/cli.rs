@@ -216,3 +216,68 @@ fn tshark_counts_the_reports_retransmissions_and_duplicate_acks_in_a_capture() {
     ifaces.dedup();
     assert_eq!(ifaces.len(), 33);
 }
+
+#[test]
+fn sim_incast_absurd_sizes_are_refused_by_field_before_memory_runs_out() {
+    // Ten million nodes: the estimate (1.6 billion connections) is refused at once, naming the
+    // field, without allocating it.
+    let started = std::time::Instant::now();
+    let o = daqnet(&["sim", "scenarios/incast-micro.toml", "--set", "system.nodes=10000000"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("field `system.nodes`: is 10000000; the simulation would hold about"), "{t}");
+    assert!(t.contains("more than the") && t.contains("this machine has available"), "{t}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "refused before building: {:?}", started.elapsed());
+    // A file that never ends is read no further than a scenario can be long.
+    let o = daqnet(&["sim", "/dev/zero"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("/dev/zero: is larger than 4 MiB, not read further"), "{}", text(&o));
+    // A 3 MB value gives a message of a line, not of 3 MB.
+    let dir = out_dir("absurd");
+    std::fs::create_dir_all(&*dir).unwrap();
+    let file = dir.join("long-value.toml");
+    std::fs::write(&file, format!("[network.tcp]\ncongestion_control = \"{}\"\n", "x".repeat(3 << 20))).unwrap();
+    let o = daqnet(&["sim", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stderr.len() < 4000, "{} bytes of error", o.stderr.len());
+    assert!(text(&o).contains("more bytes)"), "the cut is said: {}", &text(&o)[..300.min(text(&o).len())]);
+}
+
+#[test]
+fn sim_incast_full_disk_fails_with_exit_1_naming_the_file_and_leaves_no_report() {
+    // A 64 kB tmpfs the test mounts: the per-event outputs do not fit. The run fails with exit
+    // status 1 (the run failed, the input was fine), names the file it could not write, and
+    // leaves neither a report.json nor a partial file behind.
+    if !common::root("mounting a tmpfs") {
+        return;
+    }
+    let dir = out_dir("full-disk");
+    let mnt = dir.join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let mount = std::process::Command::new("mount").args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"]).arg(&mnt).status();
+    assert!(mount.is_ok_and(|s| s.success()), "mount a tmpfs on {}", mnt.display());
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(mnt.clone());
+    let out = mnt.join("run");
+    let o = daqnet(&[
+        "sim",
+        "scenarios/incast-micro.toml",
+        "--events",
+        "2000",
+        "--per-event",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("error: the run failed: cannot write") && t.contains("events."), "{t}");
+    assert!(t.contains("No space left on device"), "{t}");
+    let left: Vec<String> = std::fs::read_dir(&out)
+        .map_or(Vec::new(), |d| d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect());
+    assert!(!left.iter().any(|f| f == "report.json" || f.ends_with(".partial")), "left behind: {left:?}");
+}

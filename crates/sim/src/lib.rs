@@ -22,6 +22,7 @@ pub mod event_builder;
 pub mod farm;
 pub mod faults;
 pub mod main_loop;
+mod memory;
 pub mod net;
 pub mod options;
 pub mod pipe;
@@ -32,6 +33,7 @@ pub mod tcp;
 pub mod trace;
 
 pub use faults::FaultPlan;
+pub use memory::{memory_estimate, MemoryEstimate};
 pub use options::{DropRule, SimOptions, SimOutput};
 
 use daqnet_core::Scenario;

@@ -161,12 +161,69 @@ pub fn clear_outputs(dir: &Path, names: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes `text` to `dir/name`, creating `dir`.
+/// A run that failed after its input was accepted — an output that could not be written, a
+/// dataflow that broke: exit status 1, where usage and input errors give 2.
+#[derive(Debug)]
+pub struct RunFailed;
+
+impl std::fmt::Display for RunFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "the run failed")
+    }
+}
+
+/// Writes `text` to `dir/name` ([`write_atomically`]).
 pub fn write_file(dir: &Path, name: &str, text: &str) -> anyhow::Result<std::path::PathBuf> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create output folder {}", dir.display()))?;
+    use std::io::Write;
     let path = dir.join(name);
-    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    write_atomically(&path, |tmp| Ok(std::fs::File::create(tmp)?.write_all(text.as_bytes())?))?;
     Ok(path)
+}
+
+/// Writes `path` through `write`, which fills a temporary file beside it (creating the folder);
+/// the file is synced and renamed into place, so a file by that name is always whole. On
+/// failure the temporary file is removed and the error, naming `path`, is a [`RunFailed`].
+pub fn write_atomically(path: &Path, write: impl FnOnce(&Path) -> anyhow::Result<()>) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create output folder {}", dir.display()))
+            .context(RunFailed)?;
+    }
+    let name = path.file_name().map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = path.with_file_name(format!(".{name}.partial"));
+    let done = write(&tmp).and_then(|()| {
+        std::fs::File::open(&tmp)?.sync_all()?;
+        Ok(std::fs::rename(&tmp, path)?)
+    });
+    if done.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    done.with_context(|| format!("cannot write {}", path.display())).context(RunFailed)
+}
+
+/// Refuses a simulation of `scenario` that would not fit in this machine's available memory,
+/// before anything is allocated, naming the field that sizes it and the estimate.
+pub fn check_memory(scenario: &Scenario, per_event: bool) -> anyhow::Result<()> {
+    let Some(available) = available_memory_bytes() else { return Ok(()) };
+    let need = daqnet_sim::memory_estimate(scenario, per_event);
+    anyhow::ensure!(
+        need.bytes <= available,
+        "field `{}`: is {}; the simulation would hold about {:.1} GB ({}), more than the {:.1} GB this \
+         machine has available; make it smaller",
+        need.field,
+        need.value,
+        need.bytes as f64 / 1e9,
+        need.what,
+        available as f64 / 1e9
+    );
+    Ok(())
+}
+
+/// `MemAvailable` of /proc/meminfo, in bytes (`None` where there is none).
+fn available_memory_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|kib| kib * 1024)
 }
 
 /// Worker threads by default: one per CPU core.
@@ -181,6 +238,7 @@ pub fn sim_point(
     trace: Option<(daqnet_sim::trace::TraceSpec, PathBuf)>,
 ) -> impl Fn(&daqnet_study::sweep::Point) -> anyhow::Result<daqnet_study::sweep::PointOutput> + Sync {
     move |p| {
+        check_memory(&p.scenario, per_event)?;
         let stop = Some(daqnet_evb::launcher::interrupted());
         let mut opts = daqnet_sim::SimOptions { record_events: per_event, stop, ..Default::default() };
         // A trace goes to a scratch folder of its own; the sweep moves it into the point's.

@@ -69,6 +69,7 @@ fn parse_capture(ports: &str) -> Result<TraceSpec, String> {
 /// connections.
 pub fn check(a: &SimArgs) -> anyhow::Result<Scenario> {
     let scenario = a.scenario.load()?;
+    super::check_memory(&scenario, a.per_event)?;
     check_faults(&scenario, &a.fail)?;
     anyhow::ensure!(
         a.pcap.is_none() || scenario.network.rc.is_none(),
@@ -137,14 +138,17 @@ pub fn run(a: SimArgs) -> anyhow::Result<ExitCode> {
         },
     );
     bar.finish_and_clear();
-    let traced = trace.map(|(_, w)| w.finish()).transpose().context("cannot write the trace")?;
-    let captured = pcap.map(|(_, w)| w.finish()).transpose().context("cannot write the capture")?;
-    let report_path = super::write_file(&a.out, "report.json", &out.report.to_json())?;
-    columnar::write_latency(&a.out.join("latency.parquet"), &out.report)?;
+    let traced =
+        trace.map(|(_, w)| w.finish()).transpose().context("cannot write the trace").context(super::RunFailed)?;
+    let captured =
+        pcap.map(|(_, w)| w.finish()).transpose().context("cannot write the capture").context(super::RunFailed)?;
+    // The report last: a folder with a report.json holds every output of the run, whole.
     if a.per_event {
         super::write_file(&a.out, "events.csv", &EventRecord::to_csv(&out.events))?;
-        columnar::write_events(&a.out.join("events.parquet"), &out.events)?;
+        super::write_atomically(&a.out.join("events.parquet"), |f| columnar::write_events(f, &out.events))?;
     }
+    super::write_atomically(&a.out.join("latency.parquet"), |f| columnar::write_latency(f, &out.report))?;
+    let report_path = super::write_file(&a.out, "report.json", &out.report.to_json())?;
     if !a.quiet {
         if let Some((_, _, (ports, tcp))) = traced {
             println!(

@@ -18,16 +18,30 @@ pub struct ScenarioError {
     pub message: String,
 }
 
+/// The most of a scenario file read: scenario files are a few kB of TOML.
+pub const MAX_SCENARIO_BYTES: u64 = 4 << 20;
+
+/// The most characters of an origin or a message shown (a value can be megabytes long).
+const MAX_SHOWN_CHARS: usize = 400;
+
+/// `text`, cut to [`MAX_SHOWN_CHARS`] characters with what was left out counted.
+fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(MAX_SHOWN_CHARS) {
+        None => text.into(),
+        Some((cut, _)) => format!("{}… ({} more bytes)", &text[..cut], text.len() - cut).into(),
+    }
+}
+
 impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "{}", self.origin)?;
+        write!(f, "{}", shown(&self.origin))?;
         if let Some(l) = self.line {
             write!(f, ":{l}")?;
         }
         if self.field.is_empty() {
-            write!(f, ": {}", self.message)
+            write!(f, ": {}", shown(&self.message))
         } else {
-            write!(f, ": field `{}`: {}", self.field, self.message)
+            write!(f, ": field `{}`: {}", shown(&self.field), shown(&self.message))
         }
     }
 }
@@ -56,15 +70,27 @@ impl std::error::Error for ScenarioErrors {}
 /// of its topology and validates it.
 pub fn load(path: &Path, sets: &[String]) -> Result<Scenario, ScenarioErrors> {
     let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        ScenarioErrors(vec![ScenarioError {
-            origin: origin.clone(),
-            line: None,
-            field: String::new(),
-            message: format!("cannot read: {e}"),
-        }])
-    })?;
+    let file_error = |message: String| {
+        ScenarioErrors(vec![ScenarioError { origin: origin.clone(), line: None, field: String::new(), message }])
+    };
+    let text = read_bounded(path).map_err(file_error)?;
     parse_str(&text, &origin, sets)
+}
+
+/// The text of `path`, at most [`MAX_SCENARIO_BYTES`] of it (so `/dev/zero` is refused, not
+/// read until memory runs out).
+fn read_bounded(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_SCENARIO_BYTES + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read: {e}"))?;
+    if bytes.len() as u64 > MAX_SCENARIO_BYTES {
+        return Err(format!(
+            "is larger than {} MiB, not read further: a scenario is a few kB of TOML",
+            MAX_SCENARIO_BYTES >> 20
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| format!("not valid TOML: not UTF-8 text ({e})"))
 }
 
 /// Like [`load`], from text; `origin` names the text in errors.
