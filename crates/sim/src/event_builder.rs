@@ -302,8 +302,14 @@ impl<'a> EventBuilderWorld<'a> {
         }
     }
 
+    /// Connection `c` joins a collector and its own host's readout unit.
+    fn on_one_host(&self, c: ConnId) -> bool {
+        let (n, r) = self.layout.ends_of(c);
+        n.0 == r.0
+    }
+
     fn send_msg(&mut self, c: ConnId, side: Side, bytes: u64, msg: AppMsg) {
-        if self.readout_on_nodes && self.layout.ends_of(c).0 .0 == self.layout.ends_of(c).1 .0 {
+        if self.readout_on_nodes && self.on_one_host(c) {
             self.local.push_back((c, msg));
             self.q.schedule(self.q.now(), Ev::App(AppEv::Local));
             return;

@@ -7,27 +7,8 @@ use daqnet_core::scenario::parse_str;
 use daqnet_core::Scenario;
 use daqnet_sim::{simulate, SimOptions, SimOutput};
 
-/// The `[system]` of an event builder whose collectors pull fixed fragments of `fragment` from
-/// every readout unit, one per unit, with unlimited credits, no processing and no service
-/// time, the supervisor assigning events first come, first served as fast as they are asked.
-fn collectors(readout_units: u32, fragment: &str, nodes: u32, pus_per_node: u32) -> String {
-    format!(
-        r#"[system]
-readout_units = {readout_units}
-fragments_per_unit = 1
-fragment_size = {{ law = "fixed", bytes = "{fragment}" }}
-nodes = {nodes}
-pus_per_node = {pus_per_node}
-credits_per_node = "unlimited"
-processing_time_ns = 0
-readout_service_ns = 0
-readout_service_jitter_ns = 0
-[system.supervisor]
-rate_hz = "unbounded"
-policy = "fcfs"
-control_delay_ns = 0"#
-    )
-}
+mod common;
+use common::{collectors, credit_link};
 
 /// [LOSSLESS] §IV's all-to-all incast, scaled: 8 readout units and 4 collector hosts (2
 /// collectors each, 128 KiB fragments, no processing) on one 10 Gb/s switch whose ports hold
@@ -205,35 +186,6 @@ fn a_slow_collector_pauses_upstream_hop_by_hop_and_slows_a_victim_on_another_rac
     assert!(slowed < 0.8 * free, "the victim builds {slowed:.0}/s, alone {free:.0}/s");
 }
 
-/// One readout unit sending `bytes` to one node per event through one switch on 10 Gb/s
-/// links with 20 µs of cable each, credit-based links, the switch's port towards the readout
-/// unit holding `buffer` (its credits); a fixed window far above the path's BDP.
-fn credit_link(buffer: u64) -> Scenario {
-    let system = collectors(1, "2MB", 1, 1);
-    let text = format!(
-        r#"
-{system}
-[network]
-topology = "star"
-readout_link_bps = "10G"
-node_link_bps = "10G"
-link_delay_ns = 20000
-host_delay_ns = 10000
-[network.switch]
-buffer = {{ scheme = "dedicated", port_bytes = {buffer} }}
-[network.flow_control]
-mode = "credit"
-[network.tcp]
-congestion_control = "static"
-static_cwnd_segments = 4000
-[run]
-events = 5
-warmup_events = 1
-"#
-    );
-    parse_str(&text, "test", &[]).unwrap()
-}
-
 #[test]
 fn a_credit_link_holds_no_more_than_its_credits_and_carries_them_once_per_credit_loop() {
     // Claim: the readout unit sends a frame only against credits, so the switch never holds
@@ -244,7 +196,8 @@ fn a_credit_link_holds_no_more_than_its_credits_and_carries_them_once_per_credit
     // payload bytes per loop; below the BDP it carries about that.
     let loop_s = (2.0 * 20_000.0 + 2.0 * 1230.4) / 1e9;
     for buffer in [20_000u64, 60_000, 200_000] {
-        let out = run(&credit_link(buffer));
+        let tcp = "[network.tcp]\ncongestion_control = \"static\"\nstatic_cwnd_segments = 4000";
+        let out = run(&credit_link(buffer, 1500, tcp));
         let r = &out.report;
         accounted(r, 5);
         assert_eq!((r.switch.drops, r.tcp.retransmits), (0, 0), "{buffer}: lossless");

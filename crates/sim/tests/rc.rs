@@ -2,52 +2,19 @@
 //! lossless links — line rate without a window, go-back-N when a packet is lost anyway — under
 //! the event builder and DAQPIPE.
 
-use daqnet_core::scenario::{load, parse_str};
+use daqnet_core::scenario::load;
 use daqnet_core::{NodeId, ReadoutId, Scenario};
 use daqnet_sim::net::wire::{rc_frame_bytes, wire_bytes};
 use daqnet_sim::{simulate, DropRule, SimOptions, SimOutput};
 use std::path::Path;
 
-/// One readout unit sending a 2 MB fragment to one collector per event through one switch on
-/// 10 Gb/s links with 20 µs of cable, credit-based links (the switch's port towards the
-/// readout unit holding `buffer`, its credits), queue pairs of 4096-byte packets whose ACK
-/// timeout is 1 ms.
+mod common;
+use common::credit_link;
+
+/// [`credit_link`] with queue pairs of 4096-byte packets (IP MTU 9000) whose ACK timeout is
+/// 1 ms.
 fn one_flow(buffer: u64) -> Scenario {
-    let text = format!(
-        r#"
-[system]
-readout_units = 1
-fragments_per_unit = 1
-fragment_size = {{ law = "fixed", bytes = "2MB" }}
-nodes = 1
-pus_per_node = 1
-credits_per_node = "unlimited"
-processing_time_ns = 0
-readout_service_ns = 0
-readout_service_jitter_ns = 0
-[system.supervisor]
-rate_hz = "unbounded"
-policy = "fcfs"
-control_delay_ns = 0
-[network]
-topology = "star"
-mtu_bytes = 9000
-readout_link_bps = "10G"
-node_link_bps = "10G"
-link_delay_ns = 20000
-host_delay_ns = 10000
-[network.switch]
-buffer = {{ scheme = "dedicated", port_bytes = {buffer} }}
-[network.flow_control]
-mode = "credit"
-[network.rc]
-ack_timeout_ns = "1ms"
-[run]
-events = 5
-warmup_events = 1
-"#
-    );
-    parse_str(&text, "test", &[]).unwrap()
+    credit_link(buffer, 9000, "[network.rc]\nack_timeout_ns = \"1ms\"")
 }
 
 fn run(s: &Scenario, drops: Vec<DropRule>) -> SimOutput {
