@@ -242,3 +242,99 @@ fn over_mpi_a_dead_rank_ends_the_job_without_a_report() {
     assert!(!status.success());
     assert!(!dir.join("report.json").exists());
 }
+
+/// `daqnet pipe FILE` on 8 nodes over TCP with `args`, its output discarded.
+fn spawn_pipe(dir: &std::path::Path, args: &[&str]) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_daqnet"))
+        .current_dir(std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .args(["pipe", FILE, "--set", "pipe.nodes=8", "-q", "--out", dir.to_str().unwrap()])
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// The pid of node `rank`, a child of the launcher `launcher`, once it runs.
+fn node_pid(launcher: u32, rank: u32) -> u32 {
+    use std::time::{Duration, Instant};
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let children =
+            std::fs::read_to_string(format!("/proc/{launcher}/task/{launcher}/children")).unwrap_or_default();
+        for pid in children.split_whitespace().filter_map(|p| p.parse::<u32>().ok()) {
+            let cmd = std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let args: Vec<&str> = cmd.split('\0').collect();
+            if args.windows(2).any(|w| w[0] == "--rank" && w[1] == rank.to_string()) {
+                return pid;
+            }
+        }
+        assert!(Instant::now() < until, "node {rank} never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// 8 nodes, node `rank` hit with `sig` 1 s in; returns the report, the exit code, and how long
+/// after the signal the run ended.
+fn pipe_fault(name: &str, rank: u32, sig: i32, events: &str) -> (Value, Option<i32>, f64, f64) {
+    use std::time::{Duration, Instant};
+    let _one = serial();
+    let dir = out_dir(name);
+    let spawned = Instant::now();
+    let mut run = spawn_pipe(&dir, &["--events", events]);
+    let pid = node_pid(run.id(), rank);
+    std::thread::sleep(Duration::from_millis(1000));
+    // SAFETY: kill has no memory-safety preconditions; `pid` is our grandchild.
+    unsafe { libc::kill(pid as i32, sig) };
+    let (hit, at) = (Instant::now(), spawned.elapsed().as_secs_f64());
+    let status = common::wait_exit(&mut run, Duration::from_secs(60));
+    (report(&dir), status.code(), hit.elapsed().as_secs_f64(), at)
+}
+
+/// Node 3 stopped (SIGSTOP): its heartbeats stop, every other node gives it up after
+/// deploy.peer_timeout_ms (1 s) of silence — within twice that of the stop — and the run
+/// finishes without it, as with a killed node. (A stopped node was noticed only after 20 s.)
+#[test]
+fn pipe_8nodes_stop_node() {
+    let (r, code, _, stopped_at) = pipe_fault("pipe-stop-node", 3, libc::SIGSTOP, "3000");
+    assert_eq!(code, Some(1), "{r}");
+    let nb = &r["events_not_built"];
+    assert_eq!(u(&r["events_built"]) + u(&nb["lost"]) + u(&nb["abandoned"]), 3000, "{r}");
+    let lost = &r["pipe"]["lost_nodes"][0];
+    assert_eq!(u(&lost["node"]), 3, "{r}");
+    let noticed = lost["noticed"].as_array().unwrap();
+    assert_eq!(noticed.len(), 7, "every other node gave it up: {lost}");
+    for n in noticed {
+        // Measured from the launcher's epoch, a few ms after this test spawned it.
+        let after = n[1].as_f64().unwrap() - stopped_at;
+        assert!((0.7..2.0).contains(&after), "node {} gave node 3 up {after:.2} s after the stop", n[0]);
+    }
+    assert_eq!(r["faults"][0]["role"], "node 3");
+}
+
+/// Node 0 killed: it hosted the event manager and wrote the report, so the launcher writes one
+/// naming it, with every event accounted for; the other nodes end at once. (No report was
+/// written, 10 s later.)
+#[test]
+fn pipe_8nodes_kill_node0() {
+    let (r, code, took, _) = pipe_fault("pipe-kill-node0", 0, libc::SIGKILL, "3000");
+    assert_eq!(code, Some(1), "{r}");
+    assert!(took < 3.0, "the run ended {took:.2} s after node 0 died");
+    let nb = &r["events_not_built"];
+    assert_eq!(u(&r["events_built"]) + u(&nb["lost"]) + u(&nb["abandoned"]), 3000, "{r}");
+    let f = &r["faults"][0];
+    assert_eq!((&f["role"], &f["noticed_by"]), (&Value::from("node 0"), &Value::from("launcher")), "{f}");
+    assert!(f["reason"].as_str().unwrap().contains("SIGKILL"), "{f}");
+}
+
+/// Node 0 stopped: no progress line reaches the launcher, which kills it as hung after
+/// 2 × deploy.peer_timeout_ms and writes the report.
+#[test]
+fn pipe_8nodes_stop_node0() {
+    let (r, code, took, _) = pipe_fault("pipe-stop-node0", 0, libc::SIGSTOP, "3000");
+    assert_eq!(code, Some(1), "{r}");
+    assert!(took < 3.0, "the run ended {took:.2} s after node 0 stopped");
+    let f = &r["faults"][0];
+    assert_eq!(f["role"], "node 0", "{f}");
+    assert!(f["reason"].as_str().unwrap().contains("no sign of life"), "{f}");
+}

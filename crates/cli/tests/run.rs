@@ -264,6 +264,29 @@ fn run_8ro_2coll_stop_launcher() {
     assert_eq!(u(&report(&dir)["events_built"]), 1000);
 }
 
+/// The launcher paused (Ctrl-Z) for 4 s in the middle of a run, then continued: the
+/// supervisor's progress lines go out from a thread of their own, so the run never waits on
+/// them, and the launcher counts silence in its own running time, so the 4 s it did not read
+/// are not the supervisor's: the run finishes whole. (The launcher once killed a healthy
+/// supervisor as hung on waking up.)
+#[test]
+fn run_8ro_2coll_pause_launcher() {
+    let _one_at_a_time = serial();
+    let dir = out_dir("pause-launcher");
+    let mut run = slow_run(&dir, "3000", &["--per-event"]);
+    pid_of(&dir, "collector 1");
+    std::thread::sleep(Duration::from_millis(1000));
+    signal(run.id(), "-STOP");
+    std::thread::sleep(Duration::from_millis(4000));
+    signal(run.id(), "-CONT");
+    let (status, out) = wait_within(&mut run, Duration::from_secs(30));
+    assert!(status.success(), "{out}");
+    let r = report(&dir);
+    assert_eq!(u(&r["events_built"]), 3000, "{r}");
+    let rows = std::fs::read_to_string(dir.join("events.csv")).unwrap().lines().count();
+    assert_eq!(rows, 1 + 3010, "every event's row");
+}
+
 /// Resident memory of process `pid`, bytes.
 fn rss(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();

@@ -3,9 +3,10 @@
 
 mod common;
 use common::{daqnet, out_dir, pid_of, report, serial, text, u, wait_exit};
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 #[test]
 fn each_implementation_hands_out_every_event_once_and_evenly() {
@@ -155,4 +156,136 @@ fn the_real_sfc_offers_events_at_their_own_times_from_a_generator_or_the_event_b
     }
     let rate = r["event_rate_hz"].as_f64().unwrap();
     assert!((rate - 2800.0).abs() <= 0.02 * 2800.0, "{rate} events/s");
+}
+
+/// `daqnet run` of a sub-farm scenario with `args`, its output discarded, from the repository.
+fn spawn_run(file: &str, dir: &Path, args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_daqnet"))
+        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .args(["run", &format!("scenarios/lhcb-2002/{file}.toml"), "-q", "--out", dir.to_str().unwrap()])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Built and not built add up to the events the run was to build.
+fn accounted(r: &Value, events: u64) {
+    let nb = &r["events_not_built"];
+    let sum = u(&r["events_built"]) + u(&nb["timed_out"]) + u(&nb["lost"]) + u(&nb["abandoned"]);
+    assert_eq!(sum, events, "built + not built: {r}");
+}
+
+/// Version 2, worker 3 stopped (SIGSTOP) 1.5 s into a long run: it sends no heartbeat, so the
+/// SFC gives it up after deploy.peer_timeout_ms (1 s) of silence — within twice that of the
+/// stop — loses the events it held, and the other 19 finish the run. (It hung the run for
+/// ever when the sub-farm had no heartbeats.)
+#[test]
+fn subfarm_v2_stop_worker() {
+    let _one = serial();
+    let dir = out_dir("farm-stop-worker");
+    let mut run = spawn_run("v2", &dir, &["--events", "150000"]);
+    let pid = pid_of(&dir, "worker 3");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(Command::new("kill").args(["-STOP", &pid.to_string()]).status().unwrap().success());
+    let status = wait_exit(&mut run, Duration::from_secs(60));
+    assert_eq!(status.code(), Some(1), "a lost worker makes the run fail");
+    let r = report(&dir);
+    accounted(&r, 150000);
+    let f = &r["faults"][0];
+    assert_eq!(f["role"], "worker 3", "{r}");
+    // Silent since its last heartbeat (≤ 200 ms before the stop) until noticed.
+    let reason = f["reason"].as_str().unwrap();
+    let ms: u64 = reason.strip_prefix("silent for ").and_then(|t| t.split(' ').next()?.parse().ok()).unwrap_or(0);
+    assert!((1000..2000).contains(&ms), "noticed after {ms} ms of silence: {reason}");
+    assert!(u(&r["events_built"]) >= 150000 - 2, "the others went on: {r}");
+}
+
+/// Strays at the SFC's port before the workers: one connection that says nothing, one whose
+/// header announces a 64 MiB body and then nothing. Each hello is read beside the accept loop
+/// with its own deadline, so the workers join at once and the run is unharmed; the header is
+/// refused unread. (The SFC once waited 10 s on the idle one; the launcher killed it as hung.)
+#[test]
+fn subfarm_v2_strays_at_start_up() {
+    use std::io::{Read, Write};
+    let _one = serial();
+    let dir = out_dir("farm-strays");
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let at = format!("deploy.supervisor=127.0.0.1:{port}");
+    let mut run = spawn_run("v2", &dir, &["--events", "20000", "--set", &at]);
+    let until = Instant::now() + Duration::from_secs(10);
+    let idle = loop {
+        if let Ok(s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            break s;
+        }
+        assert!(Instant::now() < until, "the SFC never listened on {port}");
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    let mut big = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut head = [0u8; 28];
+    head[0] = 1; // a hello...
+    head[16..20].copy_from_slice(&(64u32 << 20).to_le_bytes()); // ...announcing 64 MiB
+    big.write_all(&head).unwrap();
+    let status = wait_exit(&mut run, Duration::from_secs(30));
+    let mut err = String::new();
+    run.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(status.success(), "{err}");
+    let r = report(&dir);
+    assert_eq!(u(&r["events_built"]), 20000, "{r}");
+    assert!(err.contains("sfc: refused the connection from"), "the header was refused, and said so: {err}");
+    drop((idle, big));
+}
+
+/// The launcher killed (SIGKILL): every role gets its death signal — the workers die, the SFC
+/// stops the run (one SIGTERM per launcher thread that ends: a second must not end it) and
+/// writes a report that names the launcher and accounts for every event.
+#[test]
+fn subfarm_v2_kill_launcher() {
+    let _one = serial();
+    let dir = out_dir("farm-kill-launcher");
+    let mut run = spawn_run("v2", &dir, &["--events", "1000000"]);
+    pid_of(&dir, "worker 19");
+    std::thread::sleep(Duration::from_millis(1500));
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let killed = Instant::now();
+    while !dir.join("report.json").exists() {
+        assert!(killed.elapsed() < Duration::from_secs(3), "no report 3 s after the launcher died");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let r = report(&dir);
+    accounted(&r, 1_000_000);
+    assert_eq!(r["interrupted"], true, "{r}");
+    assert_eq!(r["faults"][0]["role"], "launcher", "{r}");
+}
+
+/// A recorded event due at 2^64−1 ns (far past run.time_limit_s): the real SFC, like the
+/// simulator, abandons it and ends the run with the others, at once. (It slept for ever.)
+#[test]
+fn subfarm_fed_far_future_event() {
+    let _one = serial();
+    let eb = out_dir("farm-far-builder");
+    let events = ["--events", "1000", "--set", "run.warmup_events=100"];
+    let mut args = vec!["sim", "scenarios/lhcb-2002/builder.toml", "--per-event", "-q", "--out", eb.to_str().unwrap()];
+    args.extend(events);
+    let o = daqnet(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    let csv = std::fs::read_to_string(eb.join("events.csv")).unwrap();
+    let mut lines: Vec<String> = csv.lines().map(String::from).collect();
+    let mut cols: Vec<String> = lines[1].split(',').map(String::from).collect();
+    cols[5] = u64::MAX.to_string(); // done_ns
+    lines[1] = cols.join(",");
+    let far = eb.join("far.csv");
+    std::fs::write(&far, lines.join("\n")).unwrap();
+    let dir = out_dir("farm-far");
+    let from = format!("farm.from_builder.events={}", far.display());
+    let mut run = spawn_run("fed", &dir, &["--set", &from, events[0], events[1], events[2], events[3]]);
+    let status = wait_exit(&mut run, Duration::from_secs(20));
+    assert_eq!(status.code(), Some(1), "an event not built fails the run");
+    let r = report(&dir);
+    assert_eq!((u(&r["events_built"]), u(&r["events_not_built"]["abandoned"])), (999, 1), "{r}");
 }

@@ -20,6 +20,7 @@
 pub mod dataflow;
 pub mod farm;
 pub mod ids;
+pub mod output;
 pub mod pipe;
 pub mod report;
 pub mod scenario;

@@ -176,14 +176,16 @@ pub fn prepare_out(sc: &Scenario, out: &Path, files: &[&str]) -> anyhow::Result<
 
 /// Set once SIGINT or SIGTERM has arrived. The first call installs the handlers: from then on
 /// those signals ask the process to stop (the launcher forwards them to the supervisor, loops
-/// over runs stop between runs), and a second SIGINT ends it at once.
+/// over runs stop between runs), and a second SIGINT ends it at once. A second SIGTERM does
+/// not: a launcher killed with SIGKILL sends its children's death signal once per thread of its
+/// that ends, and the role must live on to write its report.
 pub fn interrupted() -> &'static AtomicBool {
     static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
     FLAG.get_or_init(|| {
         let flag = Arc::new(AtomicBool::new(false));
+        // Registration fails only for forbidden signals; these two are allowed.
+        let _ = signal_hook::flag::register_conditional_shutdown(libc::SIGINT, 130, flag.clone());
         for sig in [libc::SIGINT, libc::SIGTERM] {
-            // Registration fails only for forbidden signals; these two are allowed.
-            let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, flag.clone());
             let _ = signal_hook::flag::register(sig, flag.clone());
         }
         flag
@@ -303,18 +305,23 @@ fn watch(
     let total = opts.duration_s.is_none().then_some(sc.run.warmup_events + sc.run.events);
     let (mut assigned, mut finished) = (0, 0);
     let start = Instant::now();
-    let mut last_heard = Instant::now();
+    // Silence is counted in the launcher's own running time: a turn of this loop longer than
+    // 100 ms means the launcher itself was stopped (Ctrl-Z) or starved, and a supervisor is not
+    // to blame for what the launcher did not read meanwhile.
+    let (mut silent, mut turn) = (Duration::ZERO, Instant::now());
     let mut forwarded = false;
     loop {
+        silent += turn.elapsed().min(Duration::from_millis(100));
+        turn = Instant::now();
         match lines.recv_timeout(Duration::from_millis(10)) {
             Ok(SupervisorLine::Progress { assigned: a, finished: f }) => {
-                (assigned, finished, last_heard) = (a, f, Instant::now());
+                (assigned, finished, silent) = (a, f, Duration::ZERO);
                 if let Some(p) = &mut opts.progress {
                     p(f, total);
                 }
             }
             Ok(SupervisorLine::Listening { .. }) | Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => last_heard = Instant::now(),
+            Err(RecvTimeoutError::Disconnected) => silent = Duration::ZERO,
         }
         if let Some(status) = roles.procs[0].1.try_wait().ok().flatten() {
             return match status.code() {
@@ -327,10 +334,9 @@ fn watch(
         }
         if interrupted.load(Ordering::Relaxed) && !forwarded {
             forwarded = true;
-            last_heard = Instant::now();
+            silent = Duration::ZERO;
             roles.signal(head(sc), libc::SIGTERM);
         }
-        let silent = last_heard.elapsed();
         if silent > hang_after(sc) {
             roles.signal(head(sc), libc::SIGKILL);
             let reason = format!(

@@ -13,7 +13,10 @@ use daqnet_core::{NodeId, ReadoutId, WorkerId};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::fmt;
+use std::io::Write;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// The `daqnet` verb that runs one role ([`RoleArgs`] follow it).
 pub const VERB: &str = "role";
@@ -249,10 +252,114 @@ impl SupervisorLine {
     }
 }
 
+/// A head role's progress lines to the launcher ([`SupervisorLine::Progress`]), written by a
+/// thread of their own every 100 ms, so that a launcher that stops reading (Ctrl-Z, a debugger)
+/// blocks that thread alone, never the run: the run's loop only [`set`](Beacon::set)s the
+/// latest counts, and a line goes out only when they were set since the last one, so a loop
+/// that stops still falls silent.
+#[derive(Clone)]
+pub struct Beacon(Option<Arc<BeaconState>>);
+
+struct BeaconState {
+    assigned: AtomicU64,
+    finished: AtomicU64,
+    fresh: AtomicBool,
+}
+
+impl Beacon {
+    /// A beacon writing to standard output when `launched`; otherwise one that says nothing.
+    pub fn start(launched: bool) -> Beacon {
+        if !launched {
+            return Beacon(None);
+        }
+        // Its own descriptor for standard output: blocked in a write, it holds no lock another
+        // thread's print could wait on.
+        // SAFETY: dup returns a new descriptor (or -1, checked) that the File alone owns.
+        let fd = unsafe { libc::dup(1) };
+        if fd < 0 {
+            return Beacon(None);
+        }
+        use std::os::fd::FromRawFd;
+        // SAFETY: as above.
+        Beacon::start_on(unsafe { std::fs::File::from_raw_fd(fd) })
+    }
+
+    /// A beacon writing to `out`.
+    pub fn start_on(mut out: std::fs::File) -> Beacon {
+        let state = Arc::new(BeaconState {
+            assigned: AtomicU64::new(0),
+            finished: AtomicU64::new(0),
+            fresh: AtomicBool::new(false),
+        });
+        let st = state.clone();
+        std::thread::spawn(move || loop {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            if !st.fresh.swap(false, Ordering::Relaxed) {
+                continue;
+            }
+            let line = SupervisorLine::Progress {
+                assigned: st.assigned.load(Ordering::Relaxed),
+                finished: st.finished.load(Ordering::Relaxed),
+            };
+            if writeln!(out, "{}", line.to_line()).is_err() {
+                // The launcher is gone.
+                return;
+            }
+        });
+        Beacon(Some(state))
+    }
+
+    /// The latest counts: events assigned and finished (warm-up included).
+    pub fn set(&self, assigned: u64, finished: u64) {
+        if let Some(s) = &self.0 {
+            s.assigned.store(assigned, Ordering::Relaxed);
+            s.finished.store(finished, Ordering::Relaxed);
+            s.fresh.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;
+
+    /// A launcher that never reads: the pipe fills, the beacon's thread blocks, and the run's
+    /// loop setting the counts a million times is never held up; the lines that did go out are
+    /// whole progress lines.
+    #[test]
+    fn a_beacon_never_blocks_the_run_on_a_full_pipe() {
+        use std::io::Read;
+        use std::os::fd::FromRawFd;
+        let mut fds = [0; 2];
+        // SAFETY: pipe writes two descriptors into `fds`; each File below owns one.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: as above; fds[1] is a valid pipe descriptor. The smallest pipe: one page.
+        unsafe { libc::fcntl(fds[1], libc::F_SETPIPE_SZ, 4096) };
+        // SAFETY: each descriptor is owned by exactly one File from here on.
+        let (mut read, write) = unsafe { (std::fs::File::from_raw_fd(fds[0]), std::fs::File::from_raw_fd(fds[1])) };
+        let beacon = Beacon::start_on(write);
+        let start = std::time::Instant::now();
+        let mut slowest = std::time::Duration::ZERO;
+        let mut k = 0u64;
+        // 4 kB of 45-byte lines at 10 a second fill in about 9 s; go on past that.
+        while start.elapsed() < std::time::Duration::from_secs(11) {
+            let t = std::time::Instant::now();
+            beacon.set(k, k / 2);
+            slowest = slowest.max(t.elapsed());
+            k += 1;
+            if k.is_multiple_of(1000) {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+        assert!(slowest < std::time::Duration::from_millis(50), "a set took {slowest:?}");
+        let mut buf = vec![0u8; 8192];
+        let n = read.read(&mut buf).unwrap();
+        assert!(n > 3000, "the pipe filled: {n} bytes");
+        let text = String::from_utf8_lossy(&buf[..n]);
+        let first = text.lines().next().unwrap();
+        assert!(matches!(SupervisorLine::parse(first), Some(SupervisorLine::Progress { .. })), "{first}");
+    }
 
     #[derive(Parser)]
     struct Cli {

@@ -161,16 +161,7 @@ pub fn clear_outputs(dir: &Path, names: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A run that failed after its input was accepted — an output that could not be written, a
-/// dataflow that broke: exit status 1, where usage and input errors give 2.
-#[derive(Debug)]
-pub struct RunFailed;
-
-impl std::fmt::Display for RunFailed {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        write!(f, "the run failed")
-    }
-}
+pub use daqnet_core::output::RunFailed;
 
 /// Writes `text` to `dir/name` ([`write_atomically`]).
 pub fn write_file(dir: &Path, name: &str, text: &str) -> anyhow::Result<std::path::PathBuf> {
@@ -184,21 +175,9 @@ pub fn write_file(dir: &Path, name: &str, text: &str) -> anyhow::Result<std::pat
 /// the file is synced and renamed into place, so a file by that name is always whole. On
 /// failure the temporary file is removed and the error, naming `path`, is a [`RunFailed`].
 pub fn write_atomically(path: &Path, write: impl FnOnce(&Path) -> anyhow::Result<()>) -> anyhow::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create output folder {}", dir.display()))
-            .context(RunFailed)?;
-    }
-    let name = path.file_name().map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = path.with_file_name(format!(".{name}.partial"));
-    let done = write(&tmp).and_then(|()| {
-        std::fs::File::open(&tmp)?.sync_all()?;
-        Ok(std::fs::rename(&tmp, path)?)
-    });
-    if done.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    done.with_context(|| format!("cannot write {}", path.display())).context(RunFailed)
+    daqnet_core::output::write_atomically(path, write)
+        .with_context(|| format!("cannot write {}", path.display()))
+        .context(RunFailed)
 }
 
 /// Refuses a simulation of `scenario` that would not fit in this machine's available memory,

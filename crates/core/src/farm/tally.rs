@@ -95,7 +95,12 @@ impl FarmTally {
 
     /// Every event is done or lost.
     pub fn finished(&self) -> bool {
-        self.built + self.lost >= self.total
+        self.settled() >= self.total
+    }
+
+    /// Events done or lost so far (warm-up included).
+    pub fn settled(&self) -> u64 {
+        self.built + self.lost
     }
 
     /// The report of `substrate` running `scenario` (`origin`): common fields and the `farm`

@@ -12,6 +12,12 @@
 //!
 //! On the wire every message starts with a 28-byte head ([`Head`]); the note's token is exactly
 //! that head, and an accepted event's output follows it.
+//!
+//! Liveness, as the event builder's roles have it (the note has none): each side sends a
+//! heartbeat head every `deploy.heartbeat_ms`, from a thread of its own, so a worker asleep in
+//! an event still beats; a side that hears nothing from the other for `deploy.peer_timeout_ms`
+//! declares it hung. The SFC then loses the worker (its events are lost, the run goes on with
+//! the others, the report names it); a worker ends with an error.
 
 pub mod sfc;
 pub mod worker;
@@ -39,6 +45,8 @@ pub enum Kind {
     /// Worker -> SFC, last: `event` is the number of events processed, `extra` the time spent
     /// processing them in µs.
     Bye = 5,
+    /// Either way, when nothing else was sent for `deploy.heartbeat_ms`: the sender is alive.
+    Heartbeat = 6,
 }
 
 /// The head of every message, 28 bytes little-endian: kind (1), accepted (1), padding (2),
@@ -86,6 +94,7 @@ impl Head {
             3 => Kind::Token,
             4 => Kind::Stop,
             5 => Kind::Bye,
+            6 => Kind::Heartbeat,
             k => return Err(io::Error::new(io::ErrorKind::InvalidData, format!("unknown message kind {k}"))),
         };
         let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
@@ -107,6 +116,18 @@ pub fn read_msg(s: &mut TcpStream, body: &mut Vec<u8>) -> io::Result<Head> {
     }
     body.resize(head.len as usize, 0);
     s.read_exact(body)?;
+    Ok(head)
+}
+
+/// Reads a worker's hello: a head of kind `Hello` with no body (a stray announcing a body is
+/// refused before any of it is read).
+pub fn read_hello(s: &mut TcpStream) -> io::Result<Head> {
+    let mut b = [0u8; HEAD_BYTES];
+    s.read_exact(&mut b)?;
+    let head = Head::decode(&b)?;
+    if head.kind != Kind::Hello || head.len != 0 {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("it opened with {head:?}, not a hello")));
+    }
     Ok(head)
 }
 

@@ -2,9 +2,10 @@
 //! its own code path and threads, see the module above), ends the run with `Stop`/`Bye`, and
 //! writes the report.
 
-use super::{payload_key, read_msg, since, write_msg, Head, Kind, NO_EVENT};
+use super::{payload_key, read_hello, read_msg, since, write_msg, Head, Kind, NO_EVENT};
+use crate::net::greet::{accept_greeted, Greeted, Greeter, Refusals};
 use crate::net::transport::{tuned_socket, TcpStats};
-use crate::role::{RoleId, SupervisorLine};
+use crate::role::{Beacon, RoleId, SupervisorLine};
 use anyhow::{bail, Context};
 use daqnet_core::farm::{Dispatcher, DispatcherOutput, EventSource, FarmError, FarmTally, Token, Verdict};
 use daqnet_core::report::{EventRecord, FaultRecord, RunReport, TcpCounters};
@@ -34,7 +35,15 @@ pub struct SfcOptions {
 struct Link {
     read: Mutex<Option<TcpStream>>,
     write: Mutex<TcpStream>,
+    /// A handle to shut the connection down with, whoever holds the halves.
+    sock: TcpStream,
     stats: Option<TcpStats>,
+    /// When the SFC last heard from the worker, ns since the run's start.
+    heard: AtomicU64,
+    /// The worker is lost (set once, by [`Shared::lose`]).
+    lost: AtomicBool,
+    /// Its reader has ended: with a `Bye`, or with the connection.
+    closed: AtomicBool,
 }
 
 /// What the SFC's threads share.
@@ -43,6 +52,8 @@ struct Shared<'a> {
     source: EventSource,
     run_id: u64,
     total: u64,
+    /// `run.time_limit_s`, ns: no event due later is offered.
+    limit: Nanos,
     start: Instant,
     links: Vec<Link>,
     sfc: Mutex<Dispatcher>,
@@ -50,6 +61,9 @@ struct Shared<'a> {
     cv: Condvar,
     tally: Mutex<FarmTally>,
     generated: AtomicU64,
+    /// Events the run makes: `total`, or fewer if the source has events due past the run's
+    /// time limit.
+    last: AtomicU64,
     done: AtomicBool,
     stop: &'static AtomicBool,
     faults: Mutex<Vec<FaultRecord>>,
@@ -66,7 +80,8 @@ pub fn run(sc: &Scenario, opts: SfcOptions) -> anyhow::Result<(RunReport, Vec<Ev
     if opts.launched {
         println!("{}", SupervisorLine::Listening { addr: addr.clone() }.to_line());
     }
-    let links = accept_workers(sc, &listener)?;
+    let beacon = Beacon::start(opts.launched);
+    let links = accept_workers(sc, &listener, &beacon)?;
     let n = farm.workers;
     let capacity = (farm.implementation == Implementation::V1).then_some(farm.event_queue_events as usize);
     let total = sc.run.warmup_events + sc.run.events;
@@ -76,12 +91,14 @@ pub fn run(sc: &Scenario, opts: SfcOptions) -> anyhow::Result<(RunReport, Vec<Ev
         source,
         run_id: sc.deploy.run_id,
         total,
+        limit: (sc.run.time_limit_s * NS_PER_S as f64) as Nanos,
         start: Instant::now(),
         links,
         sfc: Mutex::new(Dispatcher::new(farm.dispatch, n, capacity)),
         cv: Condvar::new(),
         tally: Mutex::new(FarmTally::new(n, sc.run.warmup_events, total, opts.per_event)),
         generated: AtomicU64::new(0),
+        last: AtomicU64::new(total),
         done: AtomicBool::new(false),
         stop: opts.stop,
         faults: Mutex::new(Vec::new()),
@@ -91,20 +108,32 @@ pub fn run(sc: &Scenario, opts: SfcOptions) -> anyhow::Result<(RunReport, Vec<Ev
         // Every connection starts empty.
         (0..n).for_each(|w| sh.lock().on_writable(WorkerId(w)));
     }
+    // SAFETY: getppid has no preconditions.
+    let parent = unsafe { libc::getppid() };
     std::thread::scope(|s| {
-        s.spawn(|| report_progress(&sh, opts.launched));
+        let sh = &sh;
+        s.spawn(|| watch_workers(sh, &beacon, Liveness::of(sc)));
         match farm.implementation {
-            Implementation::V1 => version_1(&sh, s),
-            Implementation::V2 => version_2(&sh, s),
-            Implementation::V3 => version_3(&sh, s),
+            Implementation::V1 => version_1(sh, s),
+            Implementation::V2 | Implementation::V3 => {
+                for w in 0..n {
+                    s.spawn(move || read_worker(sh, WorkerId(w)));
+                }
+                if farm.implementation == Implementation::V3 {
+                    version_3(sh, s);
+                }
+            }
         }
         sh.wait_until_over();
         sh.say_stop();
-        if farm.implementation == Implementation::V3 {
-            (0..n).for_each(|w| sh.read_bye(WorkerId(w)));
-        }
     });
-    Ok(report(sc, &opts, sh))
+    let (mut r, records) = report(sc, &opts, sh);
+    // A launched SFC adopted by another process has lost its launcher: that is why it stopped.
+    // SAFETY: as above.
+    if opts.launched && r.interrupted && unsafe { libc::getppid() } != parent {
+        r.faults.insert(0, launcher_lost(r.wall_s));
+    }
+    Ok((r, records))
 }
 
 fn bind(listen: &str, congestion: &str) -> anyhow::Result<TcpListener> {
@@ -116,49 +145,58 @@ fn bind(listen: &str, congestion: &str) -> anyhow::Result<TcpListener> {
     Ok(s.into())
 }
 
-/// Accepts every worker's connection and hello within `deploy.startup_timeout_ms`.
-fn accept_workers(sc: &Scenario, listener: &TcpListener) -> anyhow::Result<Vec<Link>> {
+/// Accepts every worker's connection and hello within `deploy.startup_timeout_ms`; each hello
+/// within `deploy.peer_timeout_ms` of its connection, read beside the others (a stray that
+/// connects and says nothing is refused, and holds up nobody). Says it is alive meanwhile.
+fn accept_workers(sc: &Scenario, listener: &TcpListener, beacon: &Beacon) -> anyhow::Result<Vec<Link>> {
     let n = sc.farm.as_ref().expect("farm").workers as usize;
     let mut slots: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
-    let deadline = Instant::now() + Duration::from_millis(sc.deploy.startup_timeout_ms);
-    listener.set_nonblocking(true)?;
-    while slots.iter().any(Option::is_none) {
-        match listener.accept() {
-            Ok((mut s, peer)) => {
-                s.set_nonblocking(false)?;
-                s.set_read_timeout(Some(Duration::from_millis(sc.deploy.startup_timeout_ms)))?;
-                let hello = read_msg(&mut s, &mut Vec::new());
-                match hello {
-                    Ok(h) if h.kind == Kind::Hello && h.extra == sc.deploy.run_id && (h.worker as usize) < n => {
-                        if slots[h.worker as usize].is_some() {
-                            eprintln!("sfc: a second worker {} from {peer} refused", h.worker);
-                            continue;
-                        }
-                        s.set_read_timeout(None)?;
-                        slots[h.worker as usize] = Some(s);
-                    }
-                    other => {
-                        eprintln!("sfc: a connection from {peer} that is not one of this run's workers: {other:?}")
-                    }
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if Instant::now() >= deadline {
-                    let missing: Vec<String> =
-                        slots.iter().enumerate().filter(|(_, s)| s.is_none()).map(|(w, _)| w.to_string()).collect();
-                    bail!("workers {} did not connect within deploy.startup_timeout_ms", missing.join(", "));
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            Err(e) => return Err(e.into()),
+    let log = Refusals::new("sfc");
+    let greeter = Greeter {
+        until: Instant::now() + Duration::from_millis(sc.deploy.startup_timeout_ms),
+        per_hello: Duration::from_millis(sc.deploy.peer_timeout_ms),
+        log: &log,
+        alive: &|| beacon.set(0, 0),
+    };
+    let mut joined = 0;
+    let accepted = accept_greeted(listener, &greeter, read_hello, |s, h| {
+        let w = h.worker as usize;
+        if h.extra != sc.deploy.run_id {
+            return Greeted::Refused(format!("worker {w} of run {}, not this run", h.extra));
         }
+        match slots.get_mut(w) {
+            None => Greeted::Refused(format!("worker {w}: the farm has workers 0..{n}")),
+            Some(Some(_)) => Greeted::Refused(format!("a second worker {w}")),
+            Some(slot) => {
+                *slot = Some(s);
+                joined += 1;
+                if joined == n {
+                    Greeted::Complete
+                } else {
+                    Greeted::Kept
+                }
+            }
+        }
+    });
+    if accepted.is_err() {
+        let missing: Vec<String> =
+            slots.iter().enumerate().filter(|(_, s)| s.is_none()).map(|(w, _)| w.to_string()).collect();
+        bail!("workers {} did not connect within deploy.startup_timeout_ms", missing.join(", "));
     }
     slots
         .into_iter()
         .map(|s| {
             let s = s.expect("all connected");
             let stats = TcpStats::of(s.as_fd());
-            Ok(Link { read: Mutex::new(Some(s.try_clone()?)), write: Mutex::new(s), stats })
+            Ok(Link {
+                read: Mutex::new(Some(s.try_clone()?)),
+                sock: s.try_clone()?,
+                write: Mutex::new(s),
+                stats,
+                heard: AtomicU64::new(0),
+                lost: AtomicBool::new(false),
+                closed: AtomicBool::new(false),
+            })
         })
         .collect()
 }
@@ -208,21 +246,44 @@ impl Shared<'_> {
         self.end_if_finished(&t);
     }
 
+    /// The source has no more events within the run's time limit: `event`, due at `due`, and
+    /// the rest are abandoned (as the simulator abandons them), and the run ends with the
+    /// events already offered.
+    fn end_source(&self, event: EventId, due: Nanos) {
+        let (at, limit) = (due as f64 / NS_PER_S as f64, self.limit as f64 / NS_PER_S as f64);
+        let after = self.total.saturating_sub(event.0 + 1);
+        eprintln!("sfc: event {event} is due at {at:.3} s, past run.time_limit_s ({limit} s): it and the {after} after it are abandoned");
+        self.last.store(event.0, Ordering::Relaxed);
+        self.end_if_finished(&self.tally.lock().expect("tally"));
+    }
+
     fn end_if_finished(&self, t: &FarmTally) {
-        if t.finished() {
+        if t.settled() >= self.last.load(Ordering::Relaxed) {
             self.done.store(true, Ordering::Relaxed);
             self.cv.notify_all();
         }
     }
 
     /// Writes `event` to `worker`, its payload keyed to it; a failed write loses the worker.
-    fn send_event(&self, worker: WorkerId, event: EventId, payload: &mut [u8]) {
+    /// Whether the connection took it.
+    fn send_event(&self, worker: WorkerId, event: EventId, payload: &mut [u8]) -> bool {
         payload[..8].copy_from_slice(&payload_key(self.run_id, event.0).to_le_bytes());
         let head = Head { worker: worker.0, event: event.0, ..Head::new(Kind::Event) };
         let r = write_msg(&mut self.links[worker.index()].write.lock().expect("writer"), head, payload);
-        if let Err(e) = r {
+        if let Err(e) = &r {
             self.lose(worker, format!("sending event {event} failed: {e}"));
         }
+        r.is_ok()
+    }
+
+    /// A message read from `worker`: it is alive.
+    fn heard(&self, worker: WorkerId) {
+        self.links[worker.index()].heard.store(self.now(), Ordering::Relaxed);
+    }
+
+    /// A `Bye` from `worker`: its processing counts.
+    fn on_bye(&self, worker: WorkerId, h: &Head) {
+        self.byes.lock().expect("byes")[worker.index()] = Some((h.event, h.extra));
     }
 
     /// Carries out the dispatcher's outputs: sends, and verdicts to measure.
@@ -254,8 +315,14 @@ impl Shared<'_> {
         self.cv.notify_all();
     }
 
-    /// `worker` is gone: its events are lost, and the report names it.
+    /// `worker` is gone: its connection is shut (whoever waits on it returns), its events are
+    /// lost, and the report names it. Once per worker; after the run, only the shutting.
     fn lose(&self, worker: WorkerId, reason: String) {
+        let link = &self.links[worker.index()];
+        if link.lost.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let _ = link.sock.shutdown(std::net::Shutdown::Both);
         if self.over() {
             return;
         }
@@ -286,18 +353,6 @@ impl Shared<'_> {
         for (w, l) in self.links.iter().enumerate() {
             if let Ok(mut s) = l.write.lock() {
                 let _ = write_msg(&mut s, Head { worker: w as u32, ..Head::new(Kind::Stop) }, &[]);
-            }
-        }
-    }
-
-    /// Reads `worker`'s `Bye` (version 3, whose workers send nothing else).
-    fn read_bye(&self, worker: WorkerId) {
-        let Some(mut s) = self.links[worker.index()].read.lock().expect("reader").take() else { return };
-        let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-        // Anything but a Bye leaves the worker without one, which the report names.
-        if let Ok(h) = read_msg(&mut s, &mut Vec::new()) {
-            if h.kind == Kind::Bye {
-                self.byes.lock().expect("byes")[worker.index()] = Some((h.event, h.extra));
             }
         }
     }
@@ -346,7 +401,12 @@ fn generator(sh: &Shared<'_>) {
         Some(_) => {
             for k in 0.. {
                 let Some(due) = sh.source.due(EventId(k)) else { return };
-                std::thread::sleep(Duration::from_nanos(due.saturating_sub(sh.now())));
+                if due > sh.limit {
+                    return sh.end_source(EventId(k), due);
+                }
+                while sh.now() < due && !sh.over() {
+                    std::thread::sleep(Duration::from_nanos(due - sh.now()).min(Duration::from_millis(50)));
+                }
                 let mut d = sh.lock();
                 match sh.offer(&mut d) {
                     None => return,
@@ -384,11 +444,16 @@ fn token_thread(sh: &Shared<'_>) {
         let mut gone = Vec::new();
         for i in (0..fds.len()).filter(|&i| fds[i].revents != 0) {
             let (w, s) = &mut readers[i];
-            match read_msg(s, &mut body) {
+            let msg = read_msg(s, &mut body);
+            if msg.is_ok() {
+                sh.heard(*w);
+            }
+            match msg {
                 // Into the token queue; the forwarding thread sends what it makes possible.
                 Ok(h) if h.kind == Kind::Token => sh.take_token(*w, &h, &mut sh.lock()),
+                Ok(h) if h.kind == Kind::Heartbeat => {}
                 Ok(h) if h.kind == Kind::Bye => {
-                    sh.byes.lock().expect("byes")[w.index()] = Some((h.event, h.extra));
+                    sh.on_bye(*w, &h);
                     gone.push(i);
                 }
                 Ok(h) => {
@@ -402,42 +467,56 @@ fn token_thread(sh: &Shared<'_>) {
             }
         }
         for i in gone.into_iter().rev() {
-            readers.remove(i);
+            sh.links[readers.remove(i).0.index()].closed.store(true, Ordering::Relaxed);
         }
     }
 }
 
-/// Version 2: one thread per worker; each sends a new event when its worker's token arrives.
-fn version_2<'s>(sh: &'s Shared<'_>, s: &'s std::thread::Scope<'s, '_>) {
-    for w in 0..sh.links.len() as u32 {
-        s.spawn(move || {
-            let w = WorkerId(w);
-            let Some(mut conn) = sh.links[w.index()].read.lock().expect("reader").take() else { return };
-            let (mut body, mut payload) = (Vec::new(), sh.payload());
-            loop {
-                match read_msg(&mut conn, &mut body) {
-                    Ok(h) if h.kind == Kind::Token => {
-                        let out: Vec<_> = {
-                            let mut d = sh.lock();
-                            sh.take_token(w, &h, &mut d);
-                            std::iter::from_fn(|| d.poll()).collect()
-                        };
-                        sh.carry_out(out, &mut payload);
-                    }
-                    Ok(h) if h.kind == Kind::Bye => {
-                        sh.byes.lock().expect("byes")[w.index()] = Some((h.event, h.extra));
-                        return;
-                    }
-                    Ok(h) => return sh.lose(w, format!("unexpected {:?}", h.kind)),
-                    Err(e) => return sh.lose(w, format!("its connection failed: {e}")),
+/// Reads one worker's messages until its `Bye` or its connection's end. Under version 2 each
+/// token makes the next event go out from this thread; version 3's workers send only heartbeats
+/// and their `Bye`.
+fn read_worker(sh: &Shared<'_>, w: WorkerId) {
+    let link = &sh.links[w.index()];
+    let Some(mut conn) = link.read.lock().expect("reader").take() else { return };
+    let (mut body, mut payload) = (Vec::new(), Vec::new());
+    loop {
+        let msg = read_msg(&mut conn, &mut body);
+        if msg.is_ok() {
+            sh.heard(w);
+        }
+        match msg {
+            Ok(h) if h.kind == Kind::Token && sh.farm.implementation == Implementation::V2 => {
+                let out: Vec<_> = {
+                    let mut d = sh.lock();
+                    sh.take_token(w, &h, &mut d);
+                    std::iter::from_fn(|| d.poll()).collect()
+                };
+                if payload.is_empty() {
+                    payload = sh.payload();
                 }
+                sh.carry_out(out, &mut payload);
             }
-        });
+            Ok(h) if h.kind == Kind::Heartbeat => {}
+            Ok(h) if h.kind == Kind::Bye => {
+                sh.on_bye(w, &h);
+                break;
+            }
+            Ok(h) => {
+                sh.lose(w, format!("unexpected {:?}", h.kind));
+                break;
+            }
+            Err(e) => {
+                sh.lose(w, format!("its connection failed: {e}"));
+                break;
+            }
+        }
     }
+    link.closed.store(true, Ordering::Relaxed);
 }
 
 /// Version 3: one thread per worker streams events as fast as its connection takes them; no
-/// tokens. An event counts as done when its send returns (nothing comes back to say more).
+/// tokens. An event counts as done when its send returns (nothing comes back to say more); the
+/// one whose send failed is lost with its worker.
 fn version_3<'s>(sh: &'s Shared<'_>, s: &'s std::thread::Scope<'s, '_>) {
     for w in 0..sh.links.len() as u32 {
         s.spawn(move || {
@@ -450,22 +529,88 @@ fn version_3<'s>(sh: &'s Shared<'_>, s: &'s std::thread::Scope<'s, '_>) {
                 }
                 let queued = sh.now();
                 sh.tally.lock().expect("tally").on_arrival(queued, EventId(e), (0, 0));
-                sh.send_event(w, EventId(e), &mut payload);
+                if !sh.send_event(w, EventId(e), &mut payload) {
+                    let mut t = sh.tally.lock().expect("tally");
+                    t.on_lost(EventId(e));
+                    sh.end_if_finished(&t);
+                    return;
+                }
                 sh.on_done(w, EventId(e), queued);
             }
         });
     }
 }
 
-/// Tells the launcher (or nobody) every 100 ms how the run goes, until it is over.
-fn report_progress(sh: &Shared<'_>, launched: bool) {
-    while !sh.over() {
-        std::thread::sleep(Duration::from_millis(100));
-        if launched {
-            let finished = sh.tally.lock().expect("tally").built();
-            let assigned = sh.generated.load(Ordering::Relaxed).min(sh.total);
-            println!("{}", SupervisorLine::Progress { assigned, finished }.to_line());
+/// How the SFC and its workers keep each other's liveness (`deploy.heartbeat_ms`,
+/// `deploy.peer_timeout_ms`).
+#[derive(Clone, Copy)]
+struct Liveness {
+    heartbeat: Nanos,
+    peer_timeout: Nanos,
+}
+
+impl Liveness {
+    fn of(sc: &Scenario) -> Liveness {
+        Liveness { heartbeat: sc.deploy.heartbeat_ms * 1_000_000, peer_timeout: sc.deploy.peer_timeout_ms * 1_000_000 }
+    }
+}
+
+/// How long the workers have to say goodbye once told the run is over (a version 3 worker
+/// first processes what its connection still holds).
+const BYE_WITHIN: Nanos = 5 * NS_PER_S;
+
+/// The SFC's watch over its workers, until every connection is closed: a heartbeat to each
+/// every `heartbeat` (never waiting: skipped while a send holds the connection or it is full,
+/// when the worker has events to read anyway), a worker silent for `peer_timeout` lost, a
+/// worker that has not said goodbye [`BYE_WITHIN`] after the run's end cut off, and the
+/// launcher told every 100 ms how the run goes.
+fn watch_workers(sh: &Shared<'_>, beacon: &Beacon, l: Liveness) {
+    let (mut beat_at, mut told_at, mut over_at) = (0, 0, None);
+    while sh.links.iter().any(|k| !k.closed.load(Ordering::Relaxed)) {
+        std::thread::sleep(Duration::from_millis(10));
+        let now = sh.now();
+        if now >= told_at + 100_000_000 {
+            told_at = now;
+            beacon.set(sh.generated.load(Ordering::Relaxed).min(sh.total), sh.tally.lock().expect("tally").built());
         }
+        if sh.over() && over_at.is_none() {
+            over_at = Some(now);
+        }
+        let bye_late = over_at.is_some_and(|t| now > t + BYE_WITHIN);
+        for (w, k) in sh.links.iter().enumerate().filter(|(_, k)| !k.closed.load(Ordering::Relaxed)) {
+            let silent = now.saturating_sub(k.heard.load(Ordering::Relaxed));
+            if silent > l.peer_timeout || bye_late {
+                let ms = silent / 1_000_000;
+                sh.lose(WorkerId(w as u32), format!("silent for {ms} ms (deploy.peer_timeout_ms): stopped or hung"));
+            } else if now >= beat_at + l.heartbeat {
+                heartbeat(k, w as u32);
+            }
+        }
+        if now >= beat_at + l.heartbeat {
+            beat_at = now;
+        }
+    }
+}
+
+/// Sends worker `w` a heartbeat if its connection is free and has room now.
+fn heartbeat(k: &Link, w: u32) {
+    use std::os::fd::AsRawFd;
+    let Ok(mut s) = k.write.try_lock() else { return };
+    let mut p = libc::pollfd { fd: s.as_raw_fd(), events: libc::POLLOUT, revents: 0 };
+    // SAFETY: one valid pollfd; a zero timeout only asks.
+    if unsafe { libc::poll(&mut p, 1, 0) } == 1 && p.revents & libc::POLLOUT != 0 {
+        let _ = write_msg(&mut s, Head { worker: w, ..Head::new(Kind::Heartbeat) }, &[]);
+    }
+}
+
+/// The fault of a run whose launcher died: it was stopped by the launcher's death signal.
+fn launcher_lost(at_s: f64) -> FaultRecord {
+    FaultRecord {
+        at_s,
+        role: "launcher".into(),
+        noticed_by: RoleId::Sfc.to_string(),
+        reason: "the launcher died: its death signal stopped the run".into(),
+        lost_events: Vec::new(),
     }
 }
 

@@ -9,16 +9,17 @@
 
 use super::run_node;
 use super::tcp::{listen, MeshConfig, TcpMesh};
-use crate::launcher::{owned_by_caller, prepare_out};
+use crate::launcher::{hang_after, owned_by_caller, prepare_out};
+use crate::role::{Beacon, SupervisorLine};
 use anyhow::{bail, Context};
 use daqnet_core::pipe::PipeRoles;
-use daqnet_core::report::RunReport;
+use daqnet_core::report::{FaultRecord, Measure, NotBuilt, RunReport};
 use daqnet_core::Scenario;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::channel;
+use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
 
 /// What `daqnet pipe` was asked to do.
@@ -87,9 +88,17 @@ pub fn tcp_node(
         request_bytes: pipe.request_bytes,
         fill: super::filler(pipe).into(),
         startup: Duration::from_millis(sc.deploy.startup_timeout_ms),
+        heartbeat: Duration::from_millis(sc.deploy.heartbeat_ms),
+        peer_timeout: Duration::from_millis(sc.deploy.peer_timeout_ms),
     };
     let mut mesh = TcpMesh::connect(rank, listener, &addrs, &cfg)?;
-    run_node(sc, origin, out, &mut mesh, epoch_at(epoch_ns), progress)
+    // Node 0 tells the launcher how the run goes, never blocking on it.
+    let beacon = Beacon::start(rank == 0);
+    let mut tell = |done: u64, total: u64| {
+        beacon.set(done, done);
+        progress(done, total);
+    };
+    run_node(sc, origin, out, &mut mesh, epoch_at(epoch_ns), &mut tell)
 }
 
 /// The node processes of a run, killed as one group if the launcher gives up.
@@ -114,6 +123,7 @@ pub fn launch(sc: &Scenario, opts: &PipeLaunch) -> anyhow::Result<(RunReport, i3
     let epoch_ns = mono_ns();
     let mut nodes = Nodes(Vec::new());
     let (tx, rx) = channel();
+    let (lines_tx, lines) = channel();
     for rank in 0..n {
         let mut c = Command::new(&opts.exe);
         c.args(["pipe", &file.to_string_lossy(), "--out", &opts.out.to_string_lossy(), "--origin", &opts.origin]);
@@ -122,11 +132,13 @@ pub fn launch(sc: &Scenario, opts: &PipeLaunch) -> anyhow::Result<(RunReport, i3
         owned_by_caller(&mut c, nodes.0.first().map_or(0, |c| c.id() as i32));
         let mut child = c.spawn().with_context(|| format!("cannot start node {rank}"))?;
         let out = child.stdout.take().expect("piped");
-        let tx = tx.clone();
+        let (tx, lines) = (tx.clone(), lines_tx.clone());
         std::thread::spawn(move || {
             for line in BufReader::new(out).lines().map_while(Result::ok) {
                 if let Some(addr) = line.strip_prefix("listening ") {
                     let _ = tx.send((rank, addr.to_string()));
+                } else if let Some(SupervisorLine::Progress { finished, .. }) = SupervisorLine::parse(&line) {
+                    let _ = lines.send(finished);
                 } else {
                     println!("{line}");
                 }
@@ -146,15 +158,28 @@ pub fn launch(sc: &Scenario, opts: &PipeLaunch) -> anyhow::Result<(RunReport, i3
     for c in &mut nodes.0 {
         c.stdin.take().expect("piped").write_all(list.as_bytes()).context("cannot tell a node the addresses")?;
     }
-    let killed_at = watch(&mut nodes, &sc, opts.kill, epoch_ns)?;
-    let code = nodes.0[0].wait()?.code().unwrap_or(1);
+    let watched = watch(&mut nodes, &sc, opts.kill, epoch_ns, &lines)?;
+    let status = nodes.0[0].wait()?;
+    let code = status.code().unwrap_or(1);
     let until = Instant::now() + super::STALL;
     while Instant::now() < until && nodes.0.iter_mut().any(|c| matches!(c.try_wait(), Ok(None))) {
         std::thread::sleep(Duration::from_millis(10));
     }
     drop(nodes);
-    let text = std::fs::read_to_string(&report_path)
-        .with_context(|| format!("node 0 exited ({code}) without a report; its error is above"))?;
+    let killed_at = watched.killed_at;
+    if !report_path.exists() {
+        let reason = match watched.hung {
+            Some(silent) => format!("no sign of life for {:.1} s: stopped or hung; killed", silent.as_secs_f64()),
+            None if killed_at.is_some() && opts.kill.is_some_and(|(k, _)| k == 0) => "killed (--kill)".to_string(),
+            None => format!("ended ({status}) without a report; its error, if any, is above"),
+        };
+        let r = node0_failed(&sc, &opts.origin, (reason, watched.at_s), watched.finished);
+        daqnet_core::output::write_whole(&report_path, r.to_json().as_bytes())
+            .with_context(|| format!("cannot write {}", report_path.display()))?;
+        return Ok((r, 1));
+    }
+    let text =
+        std::fs::read_to_string(&report_path).with_context(|| format!("cannot read {}", report_path.display()))?;
     let mut report: RunReport = serde_json::from_str(&text).context("node 0's report does not parse")?;
     if let (Some(t), Some((k, _)), Some(p)) = (killed_at, opts.kill, report.pipe.as_mut()) {
         p.lost_nodes.iter_mut().filter(|l| l.node == k).for_each(|l| l.killed_at_s = Some(t));
@@ -163,31 +188,79 @@ pub fn launch(sc: &Scenario, opts: &PipeLaunch) -> anyhow::Result<(RunReport, i3
     Ok((report, code))
 }
 
-/// Waits for node 0 to end (at most the scenario's time limit), killing node `kill` on the way;
-/// returns when it was killed, seconds since the epoch.
+/// What the launcher saw of node 0.
+struct Watched {
+    /// When node `--kill` was killed, seconds since the epoch.
+    killed_at: Option<f64>,
+    /// Node 0 was killed as hung after this long without a progress line.
+    hung: Option<Duration>,
+    /// When node 0 ended (or was killed), seconds since the epoch.
+    at_s: f64,
+    /// Events node 0 last said were built or lost (warm-up included).
+    finished: u64,
+}
+
+/// Waits for node 0 to end (at most the scenario's time limit), killing node `kill` on the way,
+/// and node 0 itself if it stays silent for [`crate::launcher::hang_after`] (counted in the
+/// launcher's own running time, as `daqnet run` counts it).
 fn watch(
     nodes: &mut Nodes,
     sc: &Scenario,
     kill: Option<(u32, Duration)>,
     epoch_ns: u64,
-) -> anyhow::Result<Option<f64>> {
+    lines: &Receiver<u64>,
+) -> anyhow::Result<Watched> {
     let epoch = epoch_at(epoch_ns);
     let limit = Duration::from_secs_f64(sc.run.time_limit_s);
-    let mut killed_at = None;
+    let mut w = Watched { killed_at: None, hung: None, at_s: 0.0, finished: 0 };
+    let (mut silent, mut turn) = (Duration::ZERO, Instant::now());
     loop {
+        w.at_s = epoch.elapsed().as_secs_f64();
         if nodes.0[0].try_wait()?.is_some() {
-            return Ok(killed_at);
+            return Ok(w);
         }
-        if let Some((k, after)) = kill.filter(|_| killed_at.is_none()) {
+        silent += turn.elapsed().min(Duration::from_millis(100));
+        turn = Instant::now();
+        while let Ok(f) = lines.try_recv() {
+            (w.finished, silent) = (f, Duration::ZERO);
+        }
+        if silent > hang_after(sc) {
+            // SAFETY: as in `Nodes::drop`.
+            unsafe { libc::kill(nodes.0[0].id() as i32, libc::SIGKILL) };
+            w.hung = Some(silent);
+            return Ok(w);
+        }
+        if let Some((k, after)) = kill.filter(|_| w.killed_at.is_none()) {
             if epoch.elapsed() >= after {
                 // SAFETY: as in `Nodes::drop`.
                 unsafe { libc::kill(nodes.0[k as usize].id() as i32, libc::SIGKILL) };
-                killed_at = Some(epoch.elapsed().as_secs_f64());
+                w.killed_at = Some(epoch.elapsed().as_secs_f64());
             }
         }
         if epoch.elapsed() > limit {
-            bail!("the run went past run.time_limit_s ({} s); its nodes are killed", sc.run.time_limit_s);
+            return Err(anyhow::anyhow!(
+                "the run went past run.time_limit_s ({} s); its nodes are killed",
+                sc.run.time_limit_s
+            )
+            .context(daqnet_core::output::RunFailed));
         }
         std::thread::sleep(Duration::from_millis(1));
     }
+}
+
+/// The report of a run whose node 0 failed: the event manager's log went with it, so the
+/// measured events it had settled are lost and the rest abandoned; node 0 is the failed node.
+fn node0_failed(sc: &Scenario, origin: &str, (reason, at_s): (String, f64), finished: u64) -> RunReport {
+    let lost = finished.saturating_sub(sc.run.warmup_events).min(sc.run.events);
+    let fault = FaultRecord {
+        at_s,
+        role: "node 0".into(),
+        noticed_by: "launcher".into(),
+        reason: format!("{reason} ({finished} events had settled; their results are lost with it)"),
+        lost_events: Vec::new(),
+    };
+    let mut r = RunReport::measured("run", origin, sc, Measure::new(0).finish());
+    r.events_not_built = NotBuilt { timed_out: 0, lost, abandoned: sc.run.events - lost };
+    r.faults = vec![fault];
+    r
 }

@@ -65,10 +65,12 @@ enum Kind {
     Stop,
     Tally,
     Bye,
+    /// (TCP) Nothing else was sent for `deploy.heartbeat_ms`: the sender is alive.
+    Heartbeat,
 }
 
 impl Kind {
-    const ALL: [Kind; 9] = [
+    const ALL: [Kind; 10] = [
         Kind::Assign,
         Kind::Built,
         Kind::Pull,
@@ -78,6 +80,7 @@ impl Kind {
         Kind::Stop,
         Kind::Tally,
         Kind::Bye,
+        Kind::Heartbeat,
     ];
 
     fn of(b: u8) -> Option<Kind> {
@@ -139,7 +142,7 @@ impl Head {
     }
 
     /// The message this header carries, given its body (a tally's JSON); `None` for a tally
-    /// or goodbye whose body does not parse.
+    /// whose body does not parse, and for a heartbeat, which carries none.
     pub fn wire(&self, body: &[u8]) -> Option<Wire> {
         let event = EventId(self.a);
         Some(Wire::Msg(match self.kind {
@@ -152,6 +155,7 @@ impl Head {
             Kind::Stop => PipeMsg::Stop,
             Kind::Tally => return serde_json::from_slice(body).ok().map(Wire::Tally),
             Kind::Bye => return Some(Wire::Bye),
+            Kind::Heartbeat => return None,
         }))
     }
 
@@ -289,7 +293,13 @@ pub fn run_node(
     let mut tallies = Vec::new();
     let mut heard = Instant::now();
     let total = sc.run.warmup_events + sc.run.events;
+    let tell = |node: &PipeNode, progress: &mut dyn FnMut(u64, u64)| {
+        if let Some(log) = node.manager_log() {
+            progress((log.built.len() + log.lost.len()) as u64, total);
+        }
+    };
     while !node.finished() {
+        tell(&node, progress);
         let Some(ev) = mesh.next(Duration::from_millis(100)) else {
             if heard.elapsed() > STALL {
                 bail!("node {me}: nothing heard for {} s while the run is not over", STALL.as_secs());
@@ -297,18 +307,20 @@ pub fn run_node(
             continue;
         };
         heard = Instant::now();
+        if ev == MeshEvent::Lost(NodeId(0)) && me.0 != 0 {
+            bail!("node {me}: node 0 is gone: the event manager, and the run's report with it");
+        }
         on_event(&mut node, &mut tallies, ev, now())?;
         flush(&mut node, mesh);
-        if let Some(log) = node.manager_log() {
-            progress((log.built.len() + log.lost.len()) as u64, total);
-        }
     }
+    tell(&node, progress);
     if me.0 != 0 {
         mesh.send(NodeId(0), Wire::Tally(node.tally().clone()));
         mesh.close(STALL);
         return Ok(None);
     }
-    collect_tallies(&mut node, mesh, &mut tallies, now)?;
+    let settled = node.manager_log().map_or(0, |log| (log.built.len() + log.lost.len()) as u64);
+    collect_tallies(&mut node, mesh, &mut tallies, now, &mut || progress(settled, total))?;
     mesh.close(STALL);
     tallies.push(node.tally().clone());
     let mut r = report(sc, origin, &node, tallies, mesh.name());
@@ -334,15 +346,18 @@ fn flush(node: &mut PipeNode, mesh: &mut dyn Mesh) {
     }
 }
 
-/// Node 0, its own part over: waits for the tally of every node still there.
+/// Node 0, its own part over: waits for the tally of every node still there, calling `alive`
+/// on every turn.
 fn collect_tallies(
     node: &mut PipeNode,
     mesh: &mut dyn Mesh,
     tallies: &mut Vec<NodeTally>,
     now: impl Fn() -> Nanos,
+    alive: &mut dyn FnMut(),
 ) -> anyhow::Result<()> {
     let until = Instant::now() + STALL;
     loop {
+        alive();
         let missing: Vec<u32> =
             node.live().map(|n| n.0).filter(|&n| n != 0 && !tallies.iter().any(|t| t.node == n)).collect();
         if missing.is_empty() {
@@ -463,8 +478,9 @@ fn fault(l: &LostNode, node: &PipeNode, roles: &PipeRoles) -> FaultRecord {
             }
         },
         noticed_by: by.join(", "),
-        reason: "its connections closed without a goodbye (the process died); the events its builder unit held are \
-                 lost, and the others built later events without its fragments"
+        reason: "its connections closed without a goodbye (the process died), or it was silent for \
+                 deploy.peer_timeout_ms (stopped or hung); the events its builder unit held are lost, and the others \
+                 built later events without its fragments"
             .into(),
         lost_events,
     }

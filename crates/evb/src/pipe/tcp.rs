@@ -6,10 +6,18 @@
 //!
 //! Node `i` connects to every node below it and accepts every node above it; each connection
 //! opens with the connecting node's number and the run id, so a stray or stale peer is refused.
+//! Hellos are read beside the accept loop, each within `deploy.peer_timeout_ms`
+//! ([`crate::net::greet`]): a client that connects and says nothing, or half a hello, holds up
+//! nobody.
+//!
 //! A peer whose connection ends before its goodbye is lost: on loopback or a LAN a killed
-//! process's sockets are closed by its kernel at once, so peers notice within milliseconds.
+//! process's sockets are closed by its kernel at once, so peers notice within milliseconds. A
+//! stopped or hung peer is lost too: every writer sends a heartbeat when it has had nothing to
+//! send for `deploy.heartbeat_ms`, and a reader that hears nothing for `deploy.peer_timeout_ms`
+//! gives its peer up and shuts the connection (which frees a writer blocked on it).
 
-use super::{verify, Head, Mesh, MeshEvent, Outgoing, Wire, HEAD_BYTES};
+use super::{verify, Head, Kind, Mesh, MeshEvent, Outgoing, Wire, HEAD_BYTES};
+use crate::net::greet::{accept_greeted, Greeted, Greeter, Refusals};
 use crate::net::transport::tuned_socket;
 use anyhow::{bail, Context};
 use daqnet_core::NodeId;
@@ -50,6 +58,10 @@ pub struct MeshConfig {
     pub fill: Arc<[u8]>,
     /// How long to wait for every peer to connect.
     pub startup: Duration,
+    /// A writer with nothing to send sends a heartbeat this often (`deploy.heartbeat_ms`).
+    pub heartbeat: Duration,
+    /// A peer silent this long is lost (`deploy.peer_timeout_ms`); also a hello's deadline.
+    pub peer_timeout: Duration,
 }
 
 /// A listening socket for a node, tuned before it listens, on `at` (port 0: a free one).
@@ -93,8 +105,8 @@ impl TcpMesh {
             let w =
                 Writer { me, peer, stream: s.try_clone()?, tx: tx.clone(), fill: cfg.fill.clone(), cfg: cfg.clone() };
             std::thread::Builder::new().name(format!("pipe-w{k}")).spawn(move || w.run(wrx))?;
-            let (tx, run_id) = (tx.clone(), cfg.run_id);
-            std::thread::Builder::new().name(format!("pipe-r{k}")).spawn(move || read_peer(peer, s, run_id, &tx))?;
+            let (tx, cfg) = (tx.clone(), cfg.clone());
+            std::thread::Builder::new().name(format!("pipe-r{k}")).spawn(move || read_peer(peer, s, &cfg, &tx))?;
             writers.push(Some(wtx));
             readers += 1;
         }
@@ -111,63 +123,84 @@ fn accept_higher(
     cfg: &MeshConfig,
 ) -> anyhow::Result<()> {
     let n = streams.len() as u32;
-    let until = Instant::now() + cfg.startup;
-    listener.set_nonblocking(true)?;
     let mut missing = n - 1 - me;
-    while missing > 0 {
-        let mut s = match listener.accept() {
-            Ok((s, _)) => s,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                if Instant::now() > until {
-                    bail!("node {me}: {missing} nodes above it did not connect within {:?}", cfg.startup);
-                }
-                std::thread::sleep(Duration::from_millis(2));
-                continue;
-            }
-            Err(e) => return Err(e).context("accept"),
-        };
-        s.set_nonblocking(false)?;
-        s.set_read_timeout(Some(cfg.startup))?;
-        let mut hello = [0u8; 12];
-        s.read_exact(&mut hello)?;
-        s.set_read_timeout(None)?;
-        let k = u32::from_le_bytes(hello[..4].try_into().expect("4 bytes"));
-        let run = u64::from_le_bytes(hello[4..].try_into().expect("8 bytes"));
-        if run != cfg.run_id || k <= me || k >= n || streams[k as usize].is_some() {
-            eprintln!("node {me}: refused a connection announcing node {k} of run {run}");
-            continue;
+    if missing == 0 {
+        return Ok(());
+    }
+    let log = Refusals::new(format!("node {me}"));
+    let greeter =
+        Greeter { until: Instant::now() + cfg.startup, per_hello: cfg.peer_timeout, log: &log, alive: &|| {} };
+    let r = accept_greeted(listener, &greeter, read_hello, |s, (k, run)| {
+        if run != cfg.run_id {
+            return Greeted::Refused(format!("node {k} of run {run}, not this run"));
+        }
+        if k <= me || k >= n || streams[k as usize].is_some() {
+            return Greeted::Refused(format!("a connection announcing node {k}, which does not connect here now"));
         }
         streams[k as usize] = Some(s);
         missing -= 1;
+        if missing == 0 {
+            Greeted::Complete
+        } else {
+            Greeted::Kept
+        }
+    });
+    if r.is_err() {
+        bail!("node {me}: {missing} nodes above it did not connect within {:?}", cfg.startup);
     }
     Ok(())
 }
 
-/// Reads `peer`'s messages until its goodbye or the connection's end, verifying every payload.
-fn read_peer(peer: NodeId, s: TcpStream, run_id: u64, tx: &Sender<Inner>) {
+/// A connecting node's hello: its number and the run id, 12 bytes.
+fn read_hello(s: &mut TcpStream) -> io::Result<(u32, u64)> {
+    let mut hello = [0u8; 12];
+    s.read_exact(&mut hello)?;
+    Ok((
+        u32::from_le_bytes(hello[..4].try_into().expect("4 bytes")),
+        u64::from_le_bytes(hello[4..].try_into().expect("8 bytes")),
+    ))
+}
+
+/// Reads `peer`'s messages until its goodbye, the connection's end, or `cfg.peer_timeout` of
+/// silence, verifying every payload.
+fn read_peer(peer: NodeId, s: TcpStream, cfg: &MeshConfig, tx: &Sender<Inner>) {
+    let shut = s.try_clone();
+    if s.set_read_timeout(Some(cfg.peer_timeout)).is_err() {
+        let _ = tx.send(Inner::Gone { peer, bye: false });
+        return;
+    }
     let mut r = BufReader::with_capacity(256 << 10, s);
     let mut body = Vec::new();
+    let silent = |e: &io::Error| matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut);
     let bye = loop {
         let mut h = [0u8; HEAD_BYTES];
-        if r.read_exact(&mut h).is_err() {
+        if let Err(e) = r.read_exact(&mut h).and_then(|()| {
+            let head = Head::decode(&h)?;
+            if !(head.len_ok() && head.from == peer.0) {
+                return Err(io::Error::new(io::ErrorKind::InvalidData, "a broken message header"));
+            }
+            body.resize(head.len as usize, 0);
+            r.read_exact(&mut body)
+        }) {
+            if silent(&e) {
+                eprintln!(
+                    "node {peer} was silent for {} ms (deploy.peer_timeout_ms): given up",
+                    cfg.peer_timeout.as_millis()
+                );
+            } else if e.kind() == io::ErrorKind::InvalidData {
+                eprintln!("node {peer} sent a broken message header; dropping its connection");
+            }
             break false;
         }
-        let head = match Head::decode(&h) {
-            Ok(head) if head.len_ok() && head.from == peer.0 => head,
-            _ => {
-                eprintln!("node {peer} sent a broken message header; dropping its connection");
-                break false;
-            }
-        };
-        body.resize(head.len as usize, 0);
-        if r.read_exact(&mut body).is_err() {
-            break false;
+        let head = Head::decode(&h).expect("decoded above");
+        if head.kind == Kind::Heartbeat {
+            continue;
         }
         let ev = match head.wire(&body) {
             Some(Wire::Bye) => break true,
             Some(Wire::Tally(t)) => MeshEvent::Tally(t),
             Some(Wire::Msg(msg)) => {
-                MeshEvent::Msg { from: peer, msg, intact: head.key(run_id).is_none_or(|k| verify(&body, &k)) }
+                MeshEvent::Msg { from: peer, msg, intact: head.key(cfg.run_id).is_none_or(|k| verify(&body, &k)) }
             }
             None => break false,
         };
@@ -175,6 +208,12 @@ fn read_peer(peer: NodeId, s: TcpStream, run_id: u64, tx: &Sender<Inner>) {
             return;
         }
     };
+    if !bye {
+        // A writer blocked on a peer that stopped reading returns.
+        if let Ok(s) = shut {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
     let _ = tx.send(Inner::Gone { peer, bye });
 }
 
@@ -190,7 +229,18 @@ struct Writer {
 
 impl Writer {
     fn run(mut self, rx: Receiver<Wire>) {
-        for w in rx {
+        loop {
+            let w = match rx.recv_timeout(self.cfg.heartbeat) {
+                Ok(w) => w,
+                Err(RecvTimeoutError::Timeout) => {
+                    let beat = Head { kind: Kind::Heartbeat, from: self.me, a: 0, b: 0, len: 0 };
+                    if self.stream.write_all(&beat.encode()).is_err() {
+                        return;
+                    }
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => return,
+            };
             if self.write(&w).is_err() {
                 // The reader of this connection notices the peer gone.
                 return;
@@ -291,15 +341,28 @@ mod tests {
 
     /// Node 0 of two, with node 1 played by hand (`write`): what node 0's loop hears.
     fn node0_hears(write: impl FnOnce(&mut TcpStream) + Send + 'static) -> Vec<MeshEvent> {
+        node0_hears_after(|_| Vec::new(), write, Duration::from_millis(500))
+    }
+
+    /// As [`node0_hears`], with `strays` connecting to node 0 before node 1 (kept open while
+    /// node 1 joins), until nothing is heard for `quiet`.
+    fn node0_hears_after(
+        strays: impl FnOnce(SocketAddr) -> Vec<TcpStream>,
+        write: impl FnOnce(&mut TcpStream) + Send + 'static,
+        quiet: Duration,
+    ) -> Vec<MeshEvent> {
         let cfg = MeshConfig {
             run_id: 77,
             congestion: "reno".into(),
             request_bytes: 64,
             fill: vec![7u8; 64].into(),
             startup: Duration::from_secs(5),
+            heartbeat: Duration::from_millis(200),
+            peer_timeout: Duration::from_secs(1),
         };
         let l = listen("127.0.0.1:0".parse().unwrap(), &cfg.congestion).unwrap();
         let at = l.local_addr().unwrap();
+        let held = strays(at);
         let peer = std::thread::spawn(move || {
             let mut s = TcpStream::connect(at).unwrap();
             let mut hello = [0u8; 12];
@@ -310,7 +373,8 @@ mod tests {
         });
         let mut mesh = TcpMesh::connect(0, l, &[at, at], &cfg).unwrap();
         peer.join().unwrap();
-        std::iter::from_fn(|| mesh.next(Duration::from_millis(500))).collect()
+        drop(held);
+        std::iter::from_fn(|| mesh.next(quiet)).collect()
     }
 
     fn fragment(s: &mut TcpStream, event: u64, key_run: u64) {
@@ -337,6 +401,55 @@ mod tests {
             intact,
         };
         assert_eq!(heard, vec![msg(5, true), msg(6, false)]);
+    }
+
+    /// Start-up strays — a connection that closes at once, one that sends 5 bytes, one that
+    /// idles, another run's hello — are refused while node 1 joins: node 0 starts within its
+    /// hello deadline (1 s), not at the start-up deadline, and hears node 1.
+    #[test]
+    fn strays_at_start_up_are_refused_and_the_mesh_forms() {
+        let start = Instant::now();
+        let heard = node0_hears_after(
+            |at| {
+                drop(TcpStream::connect(at).unwrap());
+                let mut five = TcpStream::connect(at).unwrap();
+                five.write_all(&[1, 2, 3, 4, 5]).unwrap();
+                let idle = TcpStream::connect(at).unwrap();
+                let mut other = TcpStream::connect(at).unwrap();
+                let mut hello = [0u8; 12];
+                hello[..4].copy_from_slice(&1u32.to_le_bytes());
+                hello[4..].copy_from_slice(&78u64.to_le_bytes());
+                other.write_all(&hello).unwrap();
+                vec![five, idle, other]
+            },
+            |s| {
+                fragment(s, 5, 77);
+                s.write_all(&Head::of(&Wire::Bye, 1, 0).encode()).unwrap();
+            },
+            Duration::from_millis(500),
+        );
+        let msg =
+            MeshEvent::Msg { from: NodeId(1), msg: PipeMsg::Fragment { event: EventId(5), bytes: 32 }, intact: true };
+        assert_eq!(heard, vec![msg]);
+        assert!(start.elapsed() < Duration::from_secs(2), "{:?}", start.elapsed());
+    }
+
+    /// A peer that joins and then falls silent (stopped) is lost after the peer timeout.
+    #[test]
+    fn a_silent_peer_is_lost_after_the_peer_timeout() {
+        let start = Instant::now();
+        let heard = node0_hears_after(
+            |_| Vec::new(),
+            |s| {
+                fragment(s, 5, 77);
+                // Keep the connection open for good and say nothing, as a stopped process would.
+                std::mem::forget(s.try_clone().unwrap());
+            },
+            Duration::from_secs(2),
+        );
+        assert_eq!(heard.last(), Some(&MeshEvent::Lost(NodeId(1))), "{heard:?}");
+        let took = start.elapsed();
+        assert!(took >= Duration::from_secs(1) && took < Duration::from_secs(3), "{took:?}");
     }
 
     #[test]

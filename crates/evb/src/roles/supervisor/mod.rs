@@ -9,7 +9,7 @@ pub mod tally;
 use super::{every, ms, wake_at, Joined, Setup};
 use crate::metrics::Metrics;
 use crate::net::link::LinkWriter;
-use crate::role::{RoleId, SupervisorLine};
+use crate::role::{Beacon, RoleId, SupervisorLine};
 use crate::wire::Message;
 use anyhow::Context;
 use daqnet_core::report::{EventRecord, RunReport};
@@ -144,13 +144,14 @@ pub async fn run(sc: &Scenario, mut opts: SupervisorOptions) -> anyhow::Result<O
     if opts.launched {
         say(SupervisorLine::Listening { addr: listener.local_addr() });
     }
+    let beacon = Beacon::start(opts.launched);
     let (tx, mut rx) = unbounded_channel::<Ev>();
     setup.accept_hellos(listener, tx.clone(), Ev::Joined);
     every(ms(100), &tx, || Ev::Tick);
     spawn_interrupts(&tx);
     let mut links = Connections::new();
     let mut rows = Rows::open(opts.per_event.as_ref())?;
-    if let Err(f) = startup(&setup, sc, &mut rx, &tx, &mut links).await {
+    if let Err(f) = startup(&setup, sc, &mut rx, (&tx, &beacon), &mut links).await {
         stop_all(&links);
         let mut tally = RunTally::new(sc.layout(), sc.run.warmup_events, setup.now());
         let interrupted = f.is_none();
@@ -159,7 +160,7 @@ pub async fn run(sc: &Scenario, mut opts: SupervisorOptions) -> anyhow::Result<O
         o.report.interrupted = interrupted;
         return Ok(o);
     }
-    let mut state = conduct(&setup, (sc, &mut opts), &mut rx, &tx, (&mut links, &mut rows), metrics).await;
+    let mut state = conduct(&setup, (sc, &mut opts, &beacon), &mut rx, &tx, (&mut links, &mut rows), metrics).await;
     shutdown(&mut state, &mut rx, &links).await;
     Ok(state.finish(sc, &opts.origin, setup.epoch.elapsed().as_secs_f64()))
 }
@@ -189,7 +190,7 @@ async fn startup(
     setup: &Setup,
     sc: &Scenario,
     rx: &mut UnboundedReceiver<Ev>,
-    tx: &UnboundedSender<Ev>,
+    (tx, beacon): (&UnboundedSender<Ev>, &Beacon),
     links: &mut Connections,
 ) -> Result<(), Option<Fault>> {
     let mut reg = Registry::new(sc.layout());
@@ -224,7 +225,8 @@ async fn startup(
             Ev::Msg(p, m) => eprintln!("supervisor: ignored {m:?} from {p} during start-up"),
             Ev::Lost(p, e) => return Err(failed(p, RoleId::Supervisor, format!("failed: {p} left: {e}"))),
             Ev::Interrupt => return Err(None),
-            Ev::Tick | Ev::Trigger => {}
+            Ev::Tick => beacon.set(0, 0),
+            Ev::Trigger => {}
         }
     }
     Ok(())
@@ -245,7 +247,7 @@ fn connect(setup: &Setup, j: Joined, tx: &UnboundedSender<Ev>) -> LinkWriter {
 /// The run: feeds events to the [`RunState`] and sends what it asks, until it is over.
 async fn conduct(
     setup: &Setup,
-    (sc, opts): (&Scenario, &mut SupervisorOptions),
+    (sc, opts, beacon): (&Scenario, &mut SupervisorOptions, &Beacon),
     rx: &mut UnboundedReceiver<Ev>,
     tx: &UnboundedSender<Ev>,
     (links, rows): (&mut Connections, &mut Rows),
@@ -292,7 +294,7 @@ async fn conduct(
                 }
             }
             Ev::Tick => {
-                tell_progress(opts, &state.progress());
+                tell_progress(opts, beacon, &state.progress());
                 Input::Tick
             }
             Ev::Interrupt if launched && !launcher_lost && launcher_died(parent).await => {
@@ -326,10 +328,8 @@ async fn launcher_died(parent: libc::pid_t) -> bool {
     false
 }
 
-fn tell_progress(opts: &mut SupervisorOptions, p: &Progress) {
-    if opts.launched {
-        say(SupervisorLine::Progress { assigned: p.assigned, finished: p.finished });
-    }
+fn tell_progress(opts: &mut SupervisorOptions, beacon: &Beacon, p: &Progress) {
+    beacon.set(p.assigned, p.finished);
     if let Some(f) = &mut opts.progress {
         f(p);
     }
