@@ -248,21 +248,9 @@ fn sim_incast_full_disk_fails_with_exit_1_naming_the_file_and_leaves_no_report()
     // A 64 kB tmpfs the test mounts: the per-event outputs do not fit. The run fails with exit
     // status 1 (the run failed, the input was fine), names the file it could not write, and
     // leaves neither a report.json nor a partial file behind.
-    if !common::root("mounting a tmpfs") {
-        return;
-    }
     let dir = out_dir("full-disk");
-    let mnt = dir.join("mnt");
-    std::fs::create_dir_all(&mnt).unwrap();
-    let mount = std::process::Command::new("mount").args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"]).arg(&mnt).status();
-    assert!(mount.is_ok_and(|s| s.success()), "mount a tmpfs on {}", mnt.display());
-    struct Unmount(std::path::PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(&self.0).status();
-        }
-    }
-    let _unmount = Unmount(mnt.clone());
+    let Some(disk) = common::SmallDisk::mount(&dir, "64k") else { return };
+    let mnt = disk.0.clone();
     let out = mnt.join("run");
     let o = daqnet(&[
         "sim",
@@ -277,7 +265,6 @@ fn sim_incast_full_disk_fails_with_exit_1_naming_the_file_and_leaves_no_report()
     let t = text(&o);
     assert!(t.contains("error: the run failed: cannot write") && t.contains("events."), "{t}");
     assert!(t.contains("No space left on device"), "{t}");
-    let left: Vec<String> = std::fs::read_dir(&out)
-        .map_or(Vec::new(), |d| d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect());
+    let left = common::SmallDisk::left(&out);
     assert!(!left.iter().any(|f| f == "report.json" || f.ends_with(".partial")), "left behind: {left:?}");
 }

@@ -287,6 +287,39 @@ fn run_8ro_2coll_pause_launcher() {
     assert_eq!(rows, 1 + 3010, "every event's row");
 }
 
+/// A full disk (a 64 kB tmpfs the test mounts) under a run with per-event rows: the
+/// supervisor's events.csv stops fitting mid-run; the run ends at once with exit status 1 and
+/// a message naming the file, and leaves nothing that looks complete — no events.csv, no
+/// partial file, and a report.json only if it names the failed write. (It left a 0-byte
+/// report.json, which looked complete.)
+#[test]
+fn run_8ro_2coll_full_disk() {
+    let _one_at_a_time = serial();
+    let dir = out_dir("run-full-disk");
+    let Some(disk) = common::SmallDisk::mount(&dir, "64k") else { return };
+    let out = disk.0.join("run");
+    let o = daqnet(&[
+        "run",
+        "scenarios/run/atlas-small.toml",
+        "--events",
+        "20000",
+        "--per-event",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("cannot write") && t.contains("events.csv") && t.contains("No space left on device"), "{t}");
+    let left = common::SmallDisk::left(&out);
+    assert!(!left.iter().any(|f| f.starts_with("events.") || f.ends_with(".partial")), "left behind: {left:?}");
+    if left.iter().any(|f| f == "report.json") {
+        let r = report(&out);
+        let f = &r["faults"][0];
+        assert!(f["reason"].as_str().unwrap().contains("events.csv"), "the report names the failed write: {r}");
+    }
+}
+
 /// Resident memory of process `pid`, bytes.
 fn rss(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();

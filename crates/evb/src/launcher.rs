@@ -11,6 +11,7 @@
 
 use crate::role::{RoleArgs, RoleId, SupervisorLine};
 use anyhow::{anyhow, bail, Context};
+use daqnet_core::output::{write_whole, RunFailed};
 use daqnet_core::report::{FaultRecord, NotBuilt, RunReport};
 use daqnet_core::workload::mix;
 use daqnet_core::{EventId, ReadoutId, Scenario};
@@ -170,7 +171,9 @@ pub fn prepare_out(sc: &Scenario, out: &Path, files: &[&str]) -> anyhow::Result<
         sc.deploy.run_id = fresh_run_id();
     }
     let file = out.join("scenario.toml");
-    std::fs::write(&file, sc.to_toml()).with_context(|| format!("cannot write {}", file.display()))?;
+    write_whole(&file, sc.to_toml().as_bytes())
+        .with_context(|| format!("cannot write {}", file.display()))
+        .context(RunFailed)?;
     Ok((sc, file))
 }
 
@@ -269,7 +272,7 @@ fn run_roles(sc: &Scenario, opts: &mut LaunchOptions, file: &Path, interrupted: 
     }
     let table: Vec<serde_json::Value> =
         roles.procs.iter().map(|(r, c)| serde_json::json!({ "role": r.to_string(), "pid": c.id() })).collect();
-    let _ = std::fs::write(opts.out.join("roles.json"), serde_json::to_string_pretty(&table)?);
+    let _ = write_whole(&opts.out.join("roles.json"), serde_json::to_string_pretty(&table)?.as_bytes());
     let ended = watch(sc, opts, &mut roles, &lines, interrupted);
     roles.end(Duration::from_secs(1));
     Ok(ended)
@@ -356,10 +359,16 @@ fn finish(sc: &Scenario, opts: &LaunchOptions, ended: Ended) -> anyhow::Result<L
             let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
             (code, serde_json::from_str(&text).with_context(|| format!("{} is not a run report", path.display()))?)
         }
-        Ended::Exited(code) => bail!("the supervisor exited ({code}) without a report; its error is above"),
+        Ended::Exited(code) => {
+            return Err(
+                anyhow!("the {} exited ({code}) without a report; its error is above", head(sc)).context(RunFailed)
+            )
+        }
         Ended::Failed { reason, at_s, assigned, finished } => {
             let r = launcher_report(sc, opts, (reason, at_s), assigned, finished);
-            std::fs::write(&path, r.to_json()).with_context(|| format!("cannot write {}", path.display()))?;
+            write_whole(&path, r.to_json().as_bytes())
+                .with_context(|| format!("cannot write {}", path.display()))
+                .context(RunFailed)?;
             (1, r)
         }
     };

@@ -140,45 +140,146 @@ fn classic(open: &str) -> String {
     out
 }
 
-/// Serves `GET /metrics` on `listener` until the process ends. Any other path is a 404.
-pub async fn serve(listener: tokio::net::TcpListener, metrics: Arc<Metrics>) {
-    while let Ok((mut s, _)) = listener.accept().await {
+/// Scrapes served at once; connections beyond are closed at once (and logged, once a second).
+pub const MAX_SCRAPES: usize = 64;
+
+/// How long one scrape may take, request and answer: a client that holds a connection open
+/// longer is cut off.
+pub const SCRAPE_DEADLINE: Duration = Duration::from_secs(2);
+
+/// Serves `GET /metrics` on `listener` until the process ends. Any other path is a 404. At most
+/// [`MAX_SCRAPES`] connections at once, each for [`SCRAPE_DEADLINE`] at most; a failed accept
+/// (out of descriptors) is logged and retried after a pause that doubles up to a second, and a
+/// listener that keeps failing is bound again at its address.
+pub async fn serve(mut listener: tokio::net::TcpListener, metrics: Arc<Metrics>) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_SCRAPES));
+    let refusals = crate::net::greet::Refusals::new("metrics");
+    let (mut pause, mut failures) = (Duration::from_millis(10), 0);
+    loop {
+        let s = match listener.accept().await {
+            Ok((s, _)) => s,
+            Err(e) => {
+                failures += 1;
+                refusals.say(
+                    "accept",
+                    format_args!("a connection: accept failed ({e}); retrying in {} ms", pause.as_millis()),
+                );
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(1));
+                if failures >= 10 {
+                    listener = rebind(listener).await;
+                    failures = 0;
+                }
+                continue;
+            }
+        };
+        (pause, failures) = (Duration::from_millis(10), 0);
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            refusals.say("crowd", format_args!("a scrape: {MAX_SCRAPES} are being served"));
+            continue;
+        };
         let metrics = metrics.clone();
         tokio::spawn(async move {
-            let mut req = Vec::with_capacity(1024);
-            let mut chunk = [0u8; 1024];
-            // Read the request head (bounded in size and time).
-            while !req.windows(4).any(|w| w == b"\r\n\r\n") && req.len() < 8192 {
-                match tokio::time::timeout(Duration::from_secs(2), s.read(&mut chunk)).await {
-                    Ok(Ok(n)) if n > 0 => req.extend_from_slice(&chunk[..n]),
-                    _ => return,
-                }
-            }
-            let head = String::from_utf8_lossy(&req);
-            let accept = head
-                .lines()
-                .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("accept")).map(|(_, v)| v))
-                .unwrap_or("");
-            let (status, kind, body) = if head.starts_with("GET /metrics ") || head.starts_with("GET / ") {
-                let (body, kind) = metrics.negotiate(accept);
-                ("200 OK", kind, body)
-            } else {
-                ("404 Not Found", "text/plain", "try GET /metrics\n".to_string())
-            };
-            let head = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = s.write_all(head.as_bytes()).await;
-            let _ = s.write_all(body.as_bytes()).await;
-            let _ = s.shutdown().await;
+            let _permit = permit;
+            let _ = tokio::time::timeout(SCRAPE_DEADLINE, answer(s, &metrics)).await;
         });
     }
+}
+
+/// The listener bound again at its own address (logged); the old one if that fails.
+async fn rebind(listener: tokio::net::TcpListener) -> tokio::net::TcpListener {
+    let Ok(addr) = listener.local_addr() else { return listener };
+    drop(listener);
+    loop {
+        match tokio::net::TcpListener::bind(addr).await {
+            Ok(l) => {
+                eprintln!("metrics: listening again on {addr}");
+                return l;
+            }
+            Err(e) => {
+                eprintln!("metrics: cannot listen again on {addr} ({e}); retrying in 1 s");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+/// Reads one request head (at most 8 kB) and answers it.
+async fn answer(mut s: tokio::net::TcpStream, metrics: &Metrics) {
+    let mut req = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    while !req.windows(4).any(|w| w == b"\r\n\r\n") && req.len() < 8192 {
+        match s.read(&mut chunk).await {
+            Ok(n) if n > 0 => req.extend_from_slice(&chunk[..n]),
+            _ => return,
+        }
+    }
+    let head = String::from_utf8_lossy(&req);
+    let accept = head
+        .lines()
+        .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("accept")).map(|(_, v)| v))
+        .unwrap_or("");
+    let (status, kind, body) = if head.starts_with("GET /metrics ") || head.starts_with("GET / ") {
+        let (body, kind) = metrics.negotiate(accept);
+        ("200 OK", kind, body)
+    } else {
+        ("404 Not Found", "text/plain", "try GET /metrics\n".to_string())
+    };
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = s.write_all(head.as_bytes()).await;
+    let _ = s.write_all(body.as_bytes()).await;
+    let _ = s.shutdown().await;
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// 300 clients connect and say nothing: at most 64 are held (each for 2 s at most), the
+    /// rest are closed at once, and a real scrape is answered within the deadline; the server
+    /// never holds more than its 64 connections' descriptors.
+    #[test]
+    fn idle_clients_cannot_exhaust_the_metrics_server() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let at = l.local_addr().unwrap();
+            tokio::spawn(serve(l, Metrics::new()));
+            // Established connections whose local end is the server's port: those it holds
+            // (and any not accepted yet).
+            let held = || {
+                let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap();
+                let port = format!(":{:04X}", at.port());
+                tcp.lines()
+                    .filter(|l| l.split_whitespace().nth(1).is_some_and(|a| a.ends_with(&port)))
+                    .filter(|l| l.split_whitespace().nth(3) == Some("01"))
+                    .count()
+            };
+            let mut idle = Vec::new();
+            for _ in 0..300 {
+                idle.push(tokio::net::TcpStream::connect(at).await.unwrap());
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let held = held();
+            assert!(held <= MAX_SCRAPES, "the server holds {held} connections");
+            let start = std::time::Instant::now();
+            let body = loop {
+                let mut s = tokio::net::TcpStream::connect(at).await.unwrap();
+                s.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").await.unwrap();
+                let mut body = String::new();
+                let _ = s.read_to_string(&mut body).await;
+                if !body.is_empty() {
+                    break body;
+                }
+                assert!(start.elapsed() < SCRAPE_DEADLINE * 2, "no scrape answered in {:?}", start.elapsed());
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            };
+            assert!(body.starts_with("HTTP/1.1 200 OK"), "{body}");
+        });
+    }
 
     #[test]
     fn each_scraper_gets_the_format_it_accepts() {

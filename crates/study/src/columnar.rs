@@ -26,9 +26,12 @@ pub fn identifier(name: &str) -> String {
 }
 
 /// Writes `batch` to `path`.
+/// Writes `batch` as the Parquet file `path`, whole or not at all
+/// ([`daqnet_core::output::write_atomically`]).
 fn write(path: &Path, batch: RecordBatch) -> anyhow::Result<()> {
-    let file = std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
-    encode(file, batch)
+    daqnet_core::output::write_atomically(path, |tmp| encode(std::fs::File::create(tmp)?, batch))
+        .with_context(|| format!("cannot write {}", path.display()))
+        .context(daqnet_core::output::RunFailed)
 }
 
 /// Writes `batch` as a Parquet file into `to`.

@@ -165,3 +165,35 @@ pub fn window_trace(dir: &std::path::Path) -> Vec<Window> {
     }
     rows
 }
+
+/// A tmpfs of `size` (e.g. `64k`) mounted on `dir/mnt` for a full-disk test, unmounted when
+/// dropped; `None` (with a message) where mounting needs a root this test does not have.
+#[allow(dead_code)]
+pub struct SmallDisk(pub std::path::PathBuf);
+
+#[allow(dead_code)]
+impl SmallDisk {
+    pub fn mount(dir: &std::path::Path, size: &str) -> Option<SmallDisk> {
+        if !root("mounting a tmpfs") {
+            return None;
+        }
+        let mnt = dir.join("mnt");
+        std::fs::create_dir_all(&mnt).unwrap();
+        let opt = format!("size={size}");
+        let mount = std::process::Command::new("mount").args(["-t", "tmpfs", "-o", &opt, "tmpfs"]).arg(&mnt).status();
+        assert!(mount.is_ok_and(|s| s.success()), "mount a tmpfs on {}", mnt.display());
+        Some(SmallDisk(mnt))
+    }
+
+    /// The names left in `dir` (none if it does not exist).
+    pub fn left(dir: &std::path::Path) -> Vec<String> {
+        std::fs::read_dir(dir)
+            .map_or(Vec::new(), |d| d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}

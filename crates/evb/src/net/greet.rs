@@ -3,6 +3,7 @@
 //! that connects and says nothing, or half a hello, never holds up the accept loop; strays are
 //! refused and logged at most once a second ([`Refusals`]) while the run's own peers join.
 
+use std::collections::HashMap;
 use std::fmt::Display;
 use std::io;
 use std::net::{TcpListener, TcpStream};
@@ -15,30 +16,36 @@ use std::time::{Duration, Instant};
 /// event builder's roles refuse beyond `roles::MAX_UNIDENTIFIED_CONNECTIONS`).
 pub const MAX_UNGREETED: usize = 64;
 
-/// A log of refused connections that says at most one line a second, counting the rest.
+/// A log of refused connections that says at most one line a second of each kind, counting
+/// the rest: a flood of strays costs a line a second, and every kind of refusal is still said.
 pub struct Refusals {
     who: String,
-    state: Mutex<(Option<Instant>, u64)>,
+    /// Per kind: when a line was last said, and how many were held back since.
+    said: Mutex<HashMap<&'static str, (Instant, u64)>>,
 }
 
 impl Refusals {
     /// A log whose lines start with `who` (`sfc`, `node 3`).
     pub fn new(who: impl Into<String>) -> Refusals {
-        Refusals { who: who.into(), state: Mutex::new((None, 0)) }
+        Refusals { who: who.into(), said: Mutex::new(HashMap::new()) }
     }
 
-    /// Logs one refusal, or counts it if a line was said less than a second ago.
-    pub fn say(&self, what: impl Display) {
-        let mut s = self.state.lock().expect("a refusal logger panicked");
+    /// Logs one refusal of `kind`, or counts it if one of that kind was said less than a second
+    /// ago.
+    pub fn say(&self, kind: &'static str, what: impl Display) {
+        let mut said = self.said.lock().expect("a refusal logger panicked");
         let now = Instant::now();
-        if s.0.is_some_and(|t| now.duration_since(t) < Duration::from_secs(1)) {
-            s.1 += 1;
-            return;
-        }
-        let held = std::mem::take(&mut s.1);
-        let more = if held > 0 { format!(" ({held} more refused in the second before)") } else { String::new() };
+        let held = match said.get_mut(kind) {
+            Some((t, held)) if now.duration_since(*t) < Duration::from_secs(1) => {
+                *held += 1;
+                return;
+            }
+            Some((_, held)) => std::mem::take(held),
+            None => 0,
+        };
+        said.insert(kind, (now, 0));
+        let more = if held > 0 { format!(" ({held} more like it in the second before)") } else { String::new() };
         eprintln!("{}: refused {what}{more}", self.who);
-        s.0 = Some(now);
     }
 }
 
@@ -89,11 +96,11 @@ pub fn accept_greeted<H: Send + 'static>(
             match hello.map(|h| take(s, h)) {
                 Ok(Greeted::Complete) => return Ok(()),
                 Ok(Greeted::Kept) => {}
-                Ok(Greeted::Refused(why)) => log.say(format_args!("the connection from {peer}: {why}")),
+                Ok(Greeted::Refused(why)) => log.say("hello", format_args!("the connection from {peer}: {why}")),
                 Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
-                    log.say(format_args!("the connection from {peer}: no hello within {per_hello:?}"))
+                    log.say("silent", format_args!("the connection from {peer}: no hello within {per_hello:?}"))
                 }
-                Err(e) => log.say(format_args!("the connection from {peer}: {e}")),
+                Err(e) => log.say("broken", format_args!("the connection from {peer}: {e}")),
             }
         }
         (g.alive)();
@@ -120,13 +127,16 @@ fn accept_one<H: Send + 'static>(
         Err(e) if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::Interrupted => return Ok(false),
         // A connection reset before it was accepted, or out of descriptors for a moment.
         Err(e) if e.kind() == io::ErrorKind::ConnectionAborted || e.raw_os_error() == Some(libc::EMFILE) => {
-            log.say(format_args!("a connection: accept failed: {e}"));
+            log.say("accept", format_args!("a connection: accept failed: {e}"));
             return Ok(false);
         }
         Err(e) => return Err(e),
     };
     if waiting.load(Ordering::Relaxed) >= MAX_UNGREETED {
-        log.say(format_args!("the connection from {peer}: {MAX_UNGREETED} connections already wait for a hello"));
+        log.say(
+            "crowd",
+            format_args!("the connection from {peer}: {MAX_UNGREETED} connections already wait for a hello"),
+        );
         return Ok(true);
     }
     waiting.fetch_add(1, Ordering::Relaxed);

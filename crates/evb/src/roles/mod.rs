@@ -11,6 +11,7 @@ pub mod error;
 pub mod readout;
 pub mod supervisor;
 
+use crate::net::greet::Refusals;
 use crate::net::link::{connect_until, first_message, spawn_link, LinkWriter};
 use crate::net::tcp_trace::TcpTrace;
 use crate::net::transport::{from_deploy, Conn, Listener, Transport};
@@ -211,12 +212,17 @@ impl Setup {
         let decoder = FrameDecoder::for_hello(MAX_HELLO_FRAME_BYTES);
         let slots = Arc::new(Semaphore::new(MAX_UNIDENTIFIED_CONNECTIONS));
         let joined = Arc::new(joined);
+        // Strays are said at most once a second, however many there are.
+        let refusals = Arc::new(Refusals::new(me.to_string()));
         tokio::spawn(accept_loop(listener, me, move |mut c: Conn| {
             let Ok(permit) = slots.clone().try_acquire_owned() else {
-                eprintln!("{me}: refused the connection from {}: too many connections waiting for a hello", c.peer);
+                refusals.say(
+                    "crowd",
+                    format_args!("the connection from {}: too many connections waiting for a hello", c.peer),
+                );
                 return;
             };
-            let (tx, decoder, joined) = (tx.clone(), decoder.clone(), joined.clone());
+            let (tx, decoder, joined, refusals) = (tx.clone(), decoder.clone(), joined.clone(), refusals.clone());
             tokio::spawn(async move {
                 let _permit = permit;
                 let peer = c.peer.clone();
@@ -224,14 +230,25 @@ impl Setup {
                     Ok((Message::Hello { role, run: r, listen }, rest)) if r == run => {
                         let _ = tx.send(joined(Joined { role, listen, conn: c, rest }));
                     }
-                    Ok((Message::Hello { role, run: r, .. }, _)) => {
-                        eprintln!("{me}: refused {role} from {peer}: it belongs to run {r}, this is run {run}")
+                    Ok((Message::Hello { role, run: r, .. }, _)) => refusals
+                        .say("run", format_args!("{role} from {peer}: it belongs to run {r}, this is run {run}")),
+                    Ok((m, _)) => {
+                        refusals.say("hello", format_args!("the connection from {peer}, which opened with {m:?}"))
                     }
-                    Ok((m, _)) => eprintln!("{me}: refused the connection from {peer}, which opened with {m:?}"),
-                    Err(e) => eprintln!("{me}: connection from {peer}: {e}"),
+                    Err(e) => refusals.say(refusal_kind(&e), format_args!("the connection from {peer}: {e}")),
                 }
             });
         }));
+    }
+}
+
+/// The kind of a failed hello, for [`Refusals`]: each kind of frame error is said on its own.
+fn refusal_kind(e: &anyhow::Error) -> &'static str {
+    match e.downcast_ref::<crate::wire::FrameError>() {
+        Some(crate::wire::FrameError::BadMagic(_)) => "magic",
+        Some(crate::wire::FrameError::Version(_)) => "version",
+        Some(crate::wire::FrameError::TooLarge { .. }) => "size",
+        None => "broken",
     }
 }
 

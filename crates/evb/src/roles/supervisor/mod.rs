@@ -18,7 +18,7 @@ use registry::Registry;
 use state::{Input, Output, Progress, RunState};
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tally::{Fault, RunTally};
@@ -75,33 +75,59 @@ enum Ev {
 
 type Connections = HashMap<RoleId, LinkWriter>;
 
-/// Rows of `events.csv`, written as events are built.
-struct Rows(Option<std::io::BufWriter<std::fs::File>>);
+/// Rows of `events.csv`, written as events are built into `.events.csv.partial` beside it, and
+/// renamed into place when the run is over: an `events.csv` is always whole. A failed write
+/// stops the rows, removes the partial file and is kept, to end the run with.
+struct Rows {
+    out: Option<(std::io::BufWriter<std::fs::File>, PathBuf)>,
+    failed: Option<String>,
+}
 
 impl Rows {
     fn open(path: Option<&PathBuf>) -> anyhow::Result<Rows> {
-        let Some(path) = path else { return Ok(Rows(None)) };
-        let f = std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
-        let mut w = std::io::BufWriter::new(f);
-        writeln!(w, "{}", EventRecord::CSV_HEADER)?;
-        Ok(Rows(Some(w)))
+        let Some(path) = path else { return Ok(Rows { out: None, failed: None }) };
+        let tmp = daqnet_core::output::partial_name(path);
+        let f = std::fs::File::create(&tmp).with_context(|| format!("cannot write {}", path.display()))?;
+        let mut rows = Rows { out: Some((std::io::BufWriter::new(f), path.clone())), failed: None };
+        rows.put(EventRecord::CSV_HEADER);
+        Ok(rows)
     }
 
     fn write(&mut self, r: &EventRecord) {
-        if let Some(w) = &mut self.0 {
-            if let Err(e) = writeln!(w, "{}", r.csv_row()) {
-                eprintln!("supervisor: cannot write the per-event records ({e}); no more are written");
-                self.0 = None;
+        self.put(&r.csv_row());
+    }
+
+    fn put(&mut self, line: &str) {
+        if let Some((w, path)) = &mut self.out {
+            if let Err(e) = writeln!(w, "{line}") {
+                let path = path.clone();
+                self.fail(&path, e);
             }
         }
     }
-}
 
-impl Drop for Rows {
-    fn drop(&mut self) {
-        if let Some(w) = &mut self.0 {
-            let _ = w.flush();
+    fn fail(&mut self, path: &Path, e: std::io::Error) {
+        self.out = None;
+        let _ = std::fs::remove_file(daqnet_core::output::partial_name(path));
+        self.failed = Some(format!("cannot write {}: {e}", path.display()));
+    }
+
+    /// A write that failed and has not been said yet.
+    fn take_failure(&mut self) -> Option<String> {
+        self.failed.take()
+    }
+
+    /// Flushes, syncs and renames the rows into place; a failure as [`Rows::take_failure`].
+    fn finish(&mut self) -> Option<String> {
+        if let Some((w, path)) = self.out.take() {
+            let tmp = daqnet_core::output::partial_name(&path);
+            let done = w.into_inner().map_err(|e| e.into_error()).and_then(|f| f.sync_all());
+            match done.and_then(|()| std::fs::rename(&tmp, &path)) {
+                Ok(()) => {}
+                Err(e) => self.fail(&path, e),
+            }
         }
+        self.take_failure()
     }
 }
 
@@ -156,12 +182,19 @@ pub async fn run(sc: &Scenario, mut opts: SupervisorOptions) -> anyhow::Result<O
         let mut tally = RunTally::new(sc.layout(), sc.run.warmup_events, setup.now());
         let interrupted = f.is_none();
         f.into_iter().for_each(|f| tally.on_fault(f, setup.now()));
+        if let Some(reason) = rows.finish() {
+            let culprit = RoleId::Supervisor;
+            tally.on_fault(Fault { culprit, noticed_by: culprit, reason, events: vec![], fatal: true }, setup.now());
+        }
         let mut o = tally.finish(sc, &opts.origin, 0, Some(sc.run.events), setup.epoch.elapsed().as_secs_f64());
         o.report.interrupted = interrupted;
         return Ok(o);
     }
     let mut state = conduct(&setup, (sc, &mut opts, &beacon), &mut rx, &tx, (&mut links, &mut rows), metrics).await;
     shutdown(&mut state, &mut rx, &links).await;
+    if let Some(reason) = rows.finish() {
+        state.handle(setup.now(), Input::OutputFailed(reason));
+    }
     Ok(state.finish(sc, &opts.origin, setup.epoch.elapsed().as_secs_f64()))
 }
 
@@ -265,6 +298,10 @@ async fn conduct(
     loop {
         while let Some(o) = state.poll() {
             send(links, rows, o);
+        }
+        if let Some(reason) = rows.take_failure() {
+            state.handle(setup.now(), Input::OutputFailed(reason));
+            continue;
         }
         if state.over() {
             // A role lost as the launcher died (its death signal reached that role first) is

@@ -29,6 +29,8 @@ pub enum Input {
     Interrupt,
     /// The launcher that started this supervisor died (its death signal arrived).
     LauncherLost,
+    /// An output of the run could not be written (the reason names the file): the run ends.
+    OutputFailed(String),
 }
 
 /// What the supervisor sends.
@@ -152,6 +154,16 @@ impl RunState {
                 self.interrupted = true;
                 self.assigning = false;
             }
+            Input::OutputFailed(reason) => self.fault(
+                now,
+                Fault {
+                    culprit: RoleId::Supervisor,
+                    noticed_by: RoleId::Supervisor,
+                    reason,
+                    events: vec![],
+                    fatal: true,
+                },
+            ),
         }
         if self.end_at.is_some_and(|e| now >= e) && self.assigning {
             self.assigning = false;
