@@ -338,3 +338,31 @@ fn pipe_8nodes_stop_node0() {
     assert_eq!(f["role"], "node 0", "{f}");
     assert!(f["reason"].as_str().unwrap().contains("no sign of life"), "{f}");
 }
+
+/// The launcher killed (SIGKILL): every node gets its death signal; node 0 stops the run and
+/// writes a report that names the launcher and accounts for every event; no node survives.
+#[test]
+fn pipe_8nodes_kill_launcher() {
+    use std::time::{Duration, Instant};
+    let _one = serial();
+    let dir = out_dir("pipe-kill-launcher");
+    let mut run = spawn_pipe(&dir, &["--events", "1000000"]);
+    let nodes: Vec<u32> = (0..8).map(|k| node_pid(run.id(), k)).collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let killed = Instant::now();
+    while !dir.join("report.json").exists() {
+        assert!(killed.elapsed() < Duration::from_secs(3), "no report 3 s after the launcher died");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let r = report(&dir);
+    let nb = &r["events_not_built"];
+    assert_eq!(u(&r["events_built"]) + u(&nb["lost"]) + u(&nb["abandoned"]), 1_000_000, "{r}");
+    assert_eq!(r["interrupted"], true, "{r}");
+    assert_eq!(r["faults"][0]["role"], "launcher", "{r}");
+    while nodes.iter().any(|p| std::path::Path::new(&format!("/proc/{p}")).exists()) {
+        assert!(killed.elapsed() < Duration::from_secs(5), "nodes outlived the launcher");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -289,3 +289,36 @@ fn subfarm_fed_far_future_event() {
     let r = report(&dir);
     assert_eq!((u(&r["events_built"]), u(&r["events_not_built"]["abandoned"])), (999, 1), "{r}");
 }
+
+/// The SFC hit with `sig` 1.5 s into a long version 2 run: it held the run's results, so the
+/// launcher writes the report, naming it, within 3 s of the fault, and every event is counted.
+fn subfarm_v2_sfc_fault(name: &str, sig: &str) -> Value {
+    let _one = serial();
+    let dir = out_dir(name);
+    let mut run = spawn_run("v2", &dir, &["--events", "1000000"]);
+    let pid = pid_of(&dir, "sfc");
+    pid_of(&dir, "worker 19");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(Command::new("kill").args([sig, &pid.to_string()]).status().unwrap().success());
+    let hit = Instant::now();
+    let status = wait_exit(&mut run, Duration::from_secs(30));
+    let took = hit.elapsed();
+    assert_eq!(status.code(), Some(1));
+    assert!(took < Duration::from_secs(3), "the run ended {took:?} after {sig} to the SFC");
+    let r = report(&dir);
+    accounted(&r, 1_000_000);
+    let f = &r["faults"][0];
+    assert_eq!((&f["role"], &f["noticed_by"]), (&Value::from("sfc"), &Value::from("launcher")), "{f}");
+    r
+}
+
+#[test]
+fn subfarm_v2_kill_sfc() {
+    subfarm_v2_sfc_fault("farm-kill-sfc", "-KILL");
+}
+
+#[test]
+fn subfarm_v2_stop_sfc() {
+    let r = subfarm_v2_sfc_fault("farm-stop-sfc", "-STOP");
+    assert!(r["faults"][0]["reason"].as_str().unwrap().contains("no sign of life"), "{r}");
+}

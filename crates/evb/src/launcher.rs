@@ -330,7 +330,7 @@ fn watch(
             return match status.code() {
                 Some(code) => Ended::Exited(code),
                 None => {
-                    let reason = format!("the supervisor died ({status})");
+                    let reason = format!("the {} died ({status})", head(sc));
                     Ended::Failed { reason, at_s: start.elapsed().as_secs_f64(), assigned, finished }
                 }
             };
@@ -343,7 +343,8 @@ fn watch(
         if silent > hang_after(sc) {
             roles.signal(head(sc), libc::SIGKILL);
             let reason = format!(
-                "no sign of life from the supervisor for {:.1} s: stopped or hung; killed",
+                "no sign of life from the {} for {:.1} s: stopped or hung; killed",
+                head(sc),
                 silent.as_secs_f64()
             );
             return Ended::Failed { reason, at_s: start.elapsed().as_secs_f64(), assigned, finished };

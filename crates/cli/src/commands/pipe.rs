@@ -145,7 +145,9 @@ fn mpi_node(
 ) -> anyhow::Result<Option<RunReport>> {
     std::fs::create_dir_all(&a.out)?;
     super::clear_outputs(&a.out, &["latency.parquet"])?;
-    daqnet_evb::pipe::mpi::run(sc, |mesh, epoch| daqnet_evb::pipe::run_node(sc, origin, &a.out, mesh, epoch, progress))
+    daqnet_evb::pipe::mpi::run(sc, |mesh, epoch| {
+        daqnet_evb::pipe::run_node(sc, origin, &a.out, mesh, epoch, progress, None)
+    })
 }
 
 #[cfg(not(feature = "mpi"))]

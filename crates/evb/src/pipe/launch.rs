@@ -98,7 +98,10 @@ pub fn tcp_node(
         beacon.set(done, done);
         progress(done, total);
     };
-    run_node(sc, origin, out, &mut mesh, epoch_at(epoch_ns), &mut tell)
+    // Node 0 stops the run on SIGINT or SIGTERM (the launcher's death signal among them) and
+    // writes an interrupted report; the other nodes just end.
+    let stop = (rank == 0).then(crate::launcher::interrupted);
+    run_node(sc, origin, out, &mut mesh, epoch_at(epoch_ns), &mut tell, stop)
 }
 
 /// The node processes of a run, killed as one group if the launcher gives up.
@@ -201,7 +204,7 @@ struct Watched {
 }
 
 /// Waits for node 0 to end (at most the scenario's time limit), killing node `kill` on the way,
-/// and node 0 itself if it stays silent for [`crate::launcher::hang_after`] (counted in the
+/// passing SIGINT and SIGTERM on to node 0, and killing node 0 itself if it stays silent for [`crate::launcher::hang_after`] (counted in the
 /// launcher's own running time, as `daqnet run` counts it).
 fn watch(
     nodes: &mut Nodes,
@@ -214,7 +217,14 @@ fn watch(
     let limit = Duration::from_secs_f64(sc.run.time_limit_s);
     let mut w = Watched { killed_at: None, hung: None, at_s: 0.0, finished: 0 };
     let (mut silent, mut turn) = (Duration::ZERO, Instant::now());
+    let (interrupted, mut forwarded) = (crate::launcher::interrupted(), false);
     loop {
+        if interrupted.load(std::sync::atomic::Ordering::Relaxed) && !forwarded {
+            // Node 0 stops the run and writes its report, marked interrupted.
+            forwarded = true;
+            // SAFETY: as in `Nodes::drop`.
+            unsafe { libc::kill(nodes.0[0].id() as i32, libc::SIGTERM) };
+        }
         w.at_s = epoch.elapsed().as_secs_f64();
         if nodes.0[0].try_wait()?.is_some() {
             return Ok(w);

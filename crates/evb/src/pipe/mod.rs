@@ -27,6 +27,7 @@ use daqnet_core::scenario::{Pipe, PipePattern};
 use daqnet_core::{EventId, Nanos, NodeId, PuId, Scenario, NS_PER_S};
 use std::io;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Bytes of every message's header.
@@ -283,9 +284,13 @@ pub fn run_node(
     mesh: &mut dyn Mesh,
     epoch: Instant,
     progress: &mut dyn FnMut(u64, u64),
+    stop: Option<&AtomicBool>,
 ) -> anyhow::Result<Option<RunReport>> {
     let pipe = sc.pipe.as_ref().context("the scenario has no [pipe] section")?;
     let me = mesh.me();
+    // SAFETY: getppid has no preconditions.
+    let parent = unsafe { libc::getppid() };
+    let mut interrupted = false;
     let now = || epoch.elapsed().as_nanos() as Nanos;
     let mut node = PipeNode::new(me, pipe, sc.run.warmup_events, sc.run.events);
     node.on_start(now())?;
@@ -300,6 +305,10 @@ pub fn run_node(
     };
     while !node.finished() {
         tell(&node, progress);
+        if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+            interrupted = true;
+            break;
+        }
         let Some(ev) = mesh.next(Duration::from_millis(100)) else {
             if heard.elapsed() > STALL {
                 bail!("node {me}: nothing heard for {} s while the run is not over", STALL.as_secs());
@@ -320,13 +329,35 @@ pub fn run_node(
         return Ok(None);
     }
     let settled = node.manager_log().map_or(0, |log| (log.built.len() + log.lost.len()) as u64);
-    collect_tallies(&mut node, mesh, &mut tallies, now, &mut || progress(settled, total))?;
-    mesh.close(STALL);
+    if interrupted {
+        // The other nodes are stopping too (or gone with the launcher): their tallies are not
+        // waited for.
+        mesh.close(Duration::from_millis(200));
+    } else {
+        collect_tallies(&mut node, mesh, &mut tallies, now, &mut || progress(settled, total))?;
+        mesh.close(STALL);
+    }
     tallies.push(node.tally().clone());
     let mut r = report(sc, origin, &node, tallies, mesh.name());
     r.wall_s = epoch.elapsed().as_secs_f64();
+    r.interrupted = interrupted;
+    // SAFETY: as above. Adopted by another process: the launcher died, and stopped the run.
+    if interrupted && unsafe { libc::getppid() } != parent {
+        r.faults.insert(
+            0,
+            FaultRecord {
+                at_s: r.wall_s,
+                role: "launcher".into(),
+                noticed_by: format!("node {me}"),
+                reason: "the launcher died: its death signal stopped the run".into(),
+                lost_events: Vec::new(),
+            },
+        );
+    }
     let path = out.join("report.json");
-    std::fs::write(&path, r.to_json()).with_context(|| format!("cannot write {}", path.display()))?;
+    daqnet_core::output::write_whole(&path, r.to_json().as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))
+        .context(daqnet_core::output::RunFailed)?;
     Ok(Some(r))
 }
 
