@@ -220,6 +220,30 @@ fn run_8ro_2coll_stop_supervisor() {
     assert!(r["faults"][0]["reason"].as_str().unwrap().contains("no sign of life"), "{}", r["faults"]);
 }
 
+/// The supervisor killed in a run with per-event rows: the launcher's report counts the events
+/// in the rows the supervisor had written as built (events.csv holds exactly those), the other
+/// assigned ones as lost, and accounts for every event. (It said built 0 while events.csv held
+/// tens of thousands.)
+#[test]
+fn run_8ro_2coll_kill_supervisor_per_event() {
+    let _one_at_a_time = serial();
+    let dir = out_dir("kill-supervisor-rows");
+    let mut run = slow_run(&dir, "3000", &["--per-event"]);
+    let pid = pid_of(&dir, "supervisor");
+    std::thread::sleep(Duration::from_millis(2000));
+    signal(pid, "-KILL");
+    let (status, out) = wait_within(&mut run, Duration::from_secs(15));
+    assert_eq!(status.code(), Some(1), "{out}");
+    let r = report(&dir);
+    accounted(&r, 3000);
+    let built = u(&r["events_built"]);
+    let csv = std::fs::read_to_string(dir.join("events.csv")).expect("the rows it wrote, as events.csv");
+    let measured = csv.lines().skip(1).filter(|l| l.ends_with(",true")).count() as u64;
+    assert!(built > 0 && built == measured, "built {built}, rows measured {measured}: {r}");
+    assert!(r["latency_ms"]["median"].as_f64().unwrap_or(0.0) > 0.0, "latencies from the rows: {r}");
+    assert!(!dir.join(".events.csv.partial").exists());
+}
+
 /// The launcher killed: every role gets its parent-death signal; the supervisor stops the run
 /// and writes a report naming the launcher; nothing survives.
 #[test]

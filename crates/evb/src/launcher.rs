@@ -12,9 +12,9 @@
 use crate::role::{RoleArgs, RoleId, SupervisorLine};
 use anyhow::{anyhow, bail, Context};
 use daqnet_core::output::{write_whole, RunFailed};
-use daqnet_core::report::{FaultRecord, NotBuilt, RunReport};
+use daqnet_core::report::{EventRecord, FaultRecord, Measure, NotBuilt, RunReport, Track};
 use daqnet_core::workload::mix;
-use daqnet_core::{EventId, ReadoutId, Scenario};
+use daqnet_core::{EventId, NodeId, PuId, ReadoutId, Scenario};
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -366,7 +366,8 @@ fn finish(sc: &Scenario, opts: &LaunchOptions, ended: Ended) -> anyhow::Result<L
             )
         }
         Ended::Failed { reason, at_s, assigned, finished } => {
-            let r = launcher_report(sc, opts, (reason, at_s), assigned, finished);
+            let rows = if opts.per_event { recover_rows(&opts.out) } else { None };
+            let r = launcher_report(sc, opts, (reason, at_s), (assigned, finished), rows.as_deref());
             write_whole(&path, r.to_json().as_bytes())
                 .with_context(|| format!("cannot write {}", path.display()))
                 .context(RunFailed)?;
@@ -376,27 +377,66 @@ fn finish(sc: &Scenario, opts: &LaunchOptions, ended: Ended) -> anyhow::Result<L
     Ok(Launched { report, path, code: code.clamp(0, 255) })
 }
 
-/// The report of a run whose supervisor failed: its results went with it, so every measured
-/// event assigned is lost and the rest abandoned; the supervisor is the failed role.
+/// The whole rows of the `events.csv` a failed head role was writing (its partial file), now
+/// `events.csv` itself; `None` if there is none.
+fn recover_rows(out: &Path) -> Option<Vec<EventRecord>> {
+    let csv = out.join("events.csv");
+    let partial = daqnet_core::output::partial_name(&csv);
+    let rows = EventRecord::from_csv_prefix(&std::fs::read_to_string(&partial).ok()?);
+    let _ = std::fs::remove_file(&partial);
+    match write_whole(&csv, EventRecord::to_csv(&rows).as_bytes()) {
+        Ok(()) => Some(rows),
+        Err(e) => {
+            eprintln!("daqnet run: cannot write {} ({e}): the events built are not counted", csv.display());
+            None
+        }
+    }
+}
+
+/// The report of a run whose supervisor failed. The events in the rows it wrote (`rows`, with
+/// per-event records) count as built, with their latencies; the other measured events it had
+/// assigned are lost with it, and the rest abandoned; the supervisor is the failed role.
 fn launcher_report(
     sc: &Scenario,
     opts: &LaunchOptions,
     (reason, at_s): (String, f64),
-    assigned: u64,
-    finished: u64,
+    (assigned, finished): (u64, u64),
+    rows: Option<&[EventRecord]>,
 ) -> RunReport {
     let measured_assigned = assigned.saturating_sub(sc.run.warmup_events);
     let target = if opts.duration_s.is_some() { measured_assigned } else { sc.run.events };
-    let lost = measured_assigned.min(target);
+    let mut measure = Measure::new(sc.run.warmup_events);
+    for r in rows.unwrap_or_default() {
+        let (pu, node) = (PuId(r.pu), NodeId(r.node));
+        let t = Track {
+            event: EventId(r.event),
+            pu,
+            node,
+            assigned: r.assigned_ns,
+            started: r.start_ns,
+            done: r.done_ns,
+            bytes: r.bytes,
+        };
+        measure.record(&t);
+    }
+    let measured = measure.finish();
+    let built = measured.events_built.min(target);
+    let lost = measured_assigned.min(target).saturating_sub(built);
+    let counted = match rows {
+        Some(_) => {
+            format!("the {built} measured in events.csv are counted, the results of the others are lost with it")
+        }
+        None => "their results are lost with it".into(),
+    };
     let fault = FaultRecord {
         at_s,
         role: head(sc).to_string(),
         noticed_by: "launcher".into(),
-        reason: format!("{reason} ({finished} events had finished; their results are lost with it)"),
+        reason: format!("{reason} ({finished} events had finished; {counted})"),
         lost_events: Vec::new(),
     };
-    let mut r = RunReport::measured("run", &opts.origin, sc, daqnet_core::report::Measure::new(0).finish());
-    r.events_not_built = NotBuilt { timed_out: 0, lost, abandoned: target - lost };
+    let mut r = RunReport::measured("run", &opts.origin, sc, measured);
+    r.events_not_built = NotBuilt { timed_out: 0, lost, abandoned: target - built - lost };
     r.faults = vec![fault];
     r
 }

@@ -223,7 +223,9 @@ pub fn claim_folder(plan: &SweepPlan, out: &Path) -> anyhow::Result<()> {
         return Ok(());
     }
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
-    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+    daqnet_core::output::write_whole(&path, text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))
+        .context(daqnet_core::output::RunFailed)
 }
 
 /// The points of `shard` that still have to run. A point is done when its folder holds a

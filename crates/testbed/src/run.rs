@@ -172,7 +172,9 @@ fn run_in(sc: &Scenario, plan: TestbedPlan, opts: &TestbedRunOptions) -> anyhow:
     }
     report.tcp_source = "nstat".into();
     report.fabric = fabric;
-    std::fs::write(&path, report.to_json()).with_context(|| format!("cannot write {}", path.display()))?;
+    daqnet_core::output::write_whole(&path, report.to_json().as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))
+        .context(daqnet_core::output::RunFailed)?;
     Ok(TestbedRun { exit_code, report, build_s: testbed.build_s, namespaces: testbed.plan.namespaces().len() })
 }
 

@@ -42,7 +42,8 @@ pub fn run(a: SwitchArgs) -> anyhow::Result<ExitCode> {
     })?;
     let text = serde_json::to_string_pretty(&report)?;
     match &a.report {
-        Some(p) => std::fs::write(p, text + "\n").map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?,
+        Some(p) => daqnet_core::output::write_whole(p, (text + "\n").as_bytes())
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?,
         None => println!("{text}"),
     }
     Ok(ExitCode::SUCCESS)

@@ -18,6 +18,32 @@ impl EventRecord {
         csv
     }
 
+    /// The rows of an `events.csv` as far as they are whole: reading stops at the first line
+    /// that is not a complete row (a file cut short by a process that died while writing it).
+    pub fn from_csv_prefix(text: &str) -> Vec<EventRecord> {
+        let mut lines = text.split_inclusive('\n');
+        if lines.next().map(str::trim_end) != Some(Self::CSV_HEADER) {
+            return Vec::new();
+        }
+        lines.map_while(|l| l.strip_suffix('\n').and_then(Self::from_csv_row)).collect()
+    }
+
+    /// One line as [`EventRecord::csv_row`] writes it.
+    fn from_csv_row(line: &str) -> Option<EventRecord> {
+        let c: Vec<&str> = line.split(',').collect();
+        let [event, pu, node, assigned, start, done, _, bytes, measured] = c[..] else { return None };
+        Some(EventRecord {
+            event: event.parse().ok()?,
+            pu: pu.parse().ok()?,
+            node: node.parse().ok()?,
+            assigned_ns: assigned.parse().ok()?,
+            start_ns: start.parse().ok()?,
+            done_ns: done.parse().ok()?,
+            bytes: bytes.parse().ok()?,
+            measured: measured.parse().ok()?,
+        })
+    }
+
     /// Data-collection latency in ms (first request → last fragment).
     pub fn latency_ms(&self) -> f64 {
         (self.done_ns - self.start_ns) as f64 / NS_PER_MS as f64
@@ -37,5 +63,29 @@ impl EventRecord {
             self.bytes,
             self.measured
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_cut_short_gives_its_whole_rows() {
+        let r = |event| EventRecord {
+            event,
+            pu: 1,
+            node: 0,
+            assigned_ns: 10,
+            start_ns: 20,
+            done_ns: 2_000_020,
+            bytes: 99,
+            measured: event > 0,
+        };
+        let text = EventRecord::to_csv(&[r(0), r(1), r(2)]);
+        assert_eq!(EventRecord::from_csv_prefix(&text), vec![r(0), r(1), r(2)]);
+        let cut = &text[..text.len() - 5];
+        assert_eq!(EventRecord::from_csv_prefix(cut), vec![r(0), r(1)], "the row cut mid-way is not one");
+        assert!(EventRecord::from_csv_prefix("not,a,header\n").is_empty());
     }
 }

@@ -186,7 +186,9 @@ pub fn launch(sc: &Scenario, opts: &PipeLaunch) -> anyhow::Result<(RunReport, i3
     let mut report: RunReport = serde_json::from_str(&text).context("node 0's report does not parse")?;
     if let (Some(t), Some((k, _)), Some(p)) = (killed_at, opts.kill, report.pipe.as_mut()) {
         p.lost_nodes.iter_mut().filter(|l| l.node == k).for_each(|l| l.killed_at_s = Some(t));
-        std::fs::write(&report_path, report.to_json())?;
+        daqnet_core::output::write_whole(&report_path, report.to_json().as_bytes())
+            .with_context(|| format!("cannot write {}", report_path.display()))
+            .context(daqnet_core::output::RunFailed)?;
     }
     Ok((report, code))
 }
