@@ -1,7 +1,7 @@
 //! The real event builder end to end on loopback: every role a process, real TCP sockets.
 
 mod common;
-use common::{daqnet, out_dir, pid_of, report, serial, text, u, window_trace};
+use common::{accounted, daqnet, out_dir, pid_of, report, serial, text, u, window_trace};
 use daqnet_evb::role::SupervisorLine;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -142,13 +142,6 @@ fn role_pids(dir: &Path) -> Vec<(String, u32)> {
     let t = std::fs::read_to_string(dir.join("roles.json")).expect("roles.json");
     let v: Value = serde_json::from_str(&t).unwrap();
     v.as_array().unwrap().iter().map(|p| (p["role"].as_str().unwrap().to_string(), u(&p["pid"]) as u32)).collect()
-}
-
-/// Built and not built add up to the events the run was to build.
-fn accounted(r: &Value, events: u64) {
-    let nb = &r["events_not_built"];
-    let sum = u(&r["events_built"]) + u(&nb["timed_out"]) + u(&nb["lost"]) + u(&nb["abandoned"]);
-    assert_eq!(sum, events, "built + not built: {r}");
 }
 
 /// atlas-small (8 readout units, 2 collectors) at 500 Hz: `sig` hits `role` 1.5 s in. The run

@@ -2,7 +2,7 @@
 //! processes, each of the note's three implementations, and a worker killed mid-run.
 
 mod common;
-use common::{daqnet, out_dir, pid_of, report, serial, text, u, wait_exit};
+use common::{accounted, daqnet, out_dir, pid_of, report, report_within, serial, text, u, wait_exit};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -170,13 +170,6 @@ fn spawn_run(file: &str, dir: &Path, args: &[&str]) -> Child {
         .unwrap()
 }
 
-/// Built and not built add up to the events the run was to build.
-fn accounted(r: &Value, events: u64) {
-    let nb = &r["events_not_built"];
-    let sum = u(&r["events_built"]) + u(&nb["timed_out"]) + u(&nb["lost"]) + u(&nb["abandoned"]);
-    assert_eq!(sum, events, "built + not built: {r}");
-}
-
 /// Version 2, worker 3 stopped (SIGSTOP) 1.5 s into a long run: it sends no heartbeat, so the
 /// SFC gives it up after deploy.peer_timeout_ms (1 s) of silence — within twice that of the
 /// stop — loses the events it held, and the other 19 finish the run. (It hung the run for
@@ -252,12 +245,7 @@ fn subfarm_v2_kill_launcher() {
     std::thread::sleep(Duration::from_millis(1500));
     run.kill().unwrap();
     run.wait().unwrap();
-    let killed = Instant::now();
-    while !dir.join("report.json").exists() {
-        assert!(killed.elapsed() < Duration::from_secs(3), "no report 3 s after the launcher died");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let r = report(&dir);
+    let r = report_within(&dir, Instant::now(), Duration::from_secs(3));
     accounted(&r, 1_000_000);
     assert_eq!(r["interrupted"], true, "{r}");
     assert_eq!(r["faults"][0]["role"], "launcher", "{r}");

@@ -79,6 +79,55 @@ pub fn hang_after(sc: &Scenario) -> Duration {
     Duration::from_millis((2 * sc.deploy.peer_timeout_ms).max(1000))
 }
 
+/// How long a watched role has been silent, counted in the watcher's own running time: a turn
+/// of the watcher's loop longer than 100 ms means the watcher itself was stopped (Ctrl-Z) or
+/// starved, and the role is not to blame for what the watcher did not read meanwhile.
+pub struct Silence {
+    silent: Duration,
+    turn: Instant,
+}
+
+impl Silence {
+    /// Nothing unheard yet.
+    pub fn new() -> Silence {
+        Silence { silent: Duration::ZERO, turn: Instant::now() }
+    }
+
+    /// A turn of the watcher's loop: the time since the last one counts, 100 ms at most.
+    pub fn turn(&mut self) {
+        self.silent += self.turn.elapsed().min(Duration::from_millis(100));
+        self.turn = Instant::now();
+    }
+
+    /// The silence so far.
+    pub fn silent(&self) -> Duration {
+        self.silent
+    }
+
+    /// The role was heard from.
+    pub fn heard(&mut self) {
+        self.silent = Duration::ZERO;
+    }
+}
+
+impl Default for Silence {
+    fn default() -> Silence {
+        Silence::new()
+    }
+}
+
+/// The fault of a run whose launcher died, noticed by `noticed_by` (the role its death signal
+/// stopped, which wrote the report).
+pub fn launcher_died(at_s: f64, noticed_by: String) -> FaultRecord {
+    FaultRecord {
+        at_s,
+        role: "launcher".into(),
+        noticed_by,
+        reason: "the launcher died: its death signal stopped the run".into(),
+        lost_events: Vec::new(),
+    }
+}
+
 /// The process group of a run's roles, killed as one.
 struct Roles {
     procs: Vec<(RoleId, Child)>,
@@ -308,23 +357,20 @@ fn watch(
     let total = opts.duration_s.is_none().then_some(sc.run.warmup_events + sc.run.events);
     let (mut assigned, mut finished) = (0, 0);
     let start = Instant::now();
-    // Silence is counted in the launcher's own running time: a turn of this loop longer than
-    // 100 ms means the launcher itself was stopped (Ctrl-Z) or starved, and a supervisor is not
-    // to blame for what the launcher did not read meanwhile.
-    let (mut silent, mut turn) = (Duration::ZERO, Instant::now());
+    let mut silence = Silence::new();
     let mut forwarded = false;
     loop {
-        silent += turn.elapsed().min(Duration::from_millis(100));
-        turn = Instant::now();
+        silence.turn();
         match lines.recv_timeout(Duration::from_millis(10)) {
             Ok(SupervisorLine::Progress { assigned: a, finished: f }) => {
-                (assigned, finished, silent) = (a, f, Duration::ZERO);
+                (assigned, finished) = (a, f);
+                silence.heard();
                 if let Some(p) = &mut opts.progress {
                     p(f, total);
                 }
             }
             Ok(SupervisorLine::Listening { .. }) | Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => silent = Duration::ZERO,
+            Err(RecvTimeoutError::Disconnected) => silence.heard(),
         }
         if let Some(status) = roles.procs[0].1.try_wait().ok().flatten() {
             return match status.code() {
@@ -337,9 +383,10 @@ fn watch(
         }
         if interrupted.load(Ordering::Relaxed) && !forwarded {
             forwarded = true;
-            silent = Duration::ZERO;
+            silence.heard();
             roles.signal(head(sc), libc::SIGTERM);
         }
+        let silent = silence.silent();
         if silent > hang_after(sc) {
             roles.signal(head(sc), libc::SIGKILL);
             let reason = format!(

@@ -197,3 +197,26 @@ impl Drop for SmallDisk {
         let _ = std::process::Command::new("umount").arg(&self.0).status();
     }
 }
+
+/// Built and not built add up to the events the run was to build.
+#[allow(dead_code)]
+pub fn accounted(r: &serde_json::Value, events: u64) {
+    let nb = &r["events_not_built"];
+    let sum = u(&r["events_built"]) + u(&nb["timed_out"]) + u(&nb["lost"]) + u(&nb["abandoned"]);
+    assert_eq!(sum, events, "built + not built: {r}");
+}
+
+/// The report in `dir` once it appears, at most `limit` after `since` (a launcher just killed:
+/// the role its death signal stopped writes it).
+#[allow(dead_code)]
+pub fn report_within(
+    dir: &std::path::Path,
+    since: std::time::Instant,
+    limit: std::time::Duration,
+) -> serde_json::Value {
+    while !dir.join("report.json").exists() {
+        assert!(since.elapsed() < limit, "no report {limit:?} after the launcher died");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    report(dir)
+}

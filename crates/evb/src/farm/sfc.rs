@@ -131,7 +131,7 @@ pub fn run(sc: &Scenario, opts: SfcOptions) -> anyhow::Result<(RunReport, Vec<Ev
     // A launched SFC adopted by another process has lost its launcher: that is why it stopped.
     // SAFETY: as above.
     if opts.launched && r.interrupted && unsafe { libc::getppid() } != parent {
-        r.faults.insert(0, launcher_lost(r.wall_s));
+        r.faults.insert(0, crate::launcher::launcher_died(r.wall_s, RoleId::Sfc.to_string()));
     }
     Ok((r, records))
 }
@@ -600,17 +600,6 @@ fn heartbeat(k: &Link, w: u32) {
     // SAFETY: one valid pollfd; a zero timeout only asks.
     if unsafe { libc::poll(&mut p, 1, 0) } == 1 && p.revents & libc::POLLOUT != 0 {
         let _ = write_msg(&mut s, Head { worker: w, ..Head::new(Kind::Heartbeat) }, &[]);
-    }
-}
-
-/// The fault of a run whose launcher died: it was stopped by the launcher's death signal.
-fn launcher_lost(at_s: f64) -> FaultRecord {
-    FaultRecord {
-        at_s,
-        role: "launcher".into(),
-        noticed_by: RoleId::Sfc.to_string(),
-        reason: "the launcher died: its death signal stopped the run".into(),
-        lost_events: Vec::new(),
     }
 }
 

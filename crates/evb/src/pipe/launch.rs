@@ -9,7 +9,7 @@
 
 use super::run_node;
 use super::tcp::{listen, MeshConfig, TcpMesh};
-use crate::launcher::{hang_after, owned_by_caller, prepare_out};
+use crate::launcher::{hang_after, owned_by_caller, prepare_out, Silence};
 use crate::role::{Beacon, SupervisorLine};
 use anyhow::{bail, Context};
 use daqnet_core::pipe::PipeRoles;
@@ -218,7 +218,7 @@ fn watch(
     let epoch = epoch_at(epoch_ns);
     let limit = Duration::from_secs_f64(sc.run.time_limit_s);
     let mut w = Watched { killed_at: None, hung: None, at_s: 0.0, finished: 0 };
-    let (mut silent, mut turn) = (Duration::ZERO, Instant::now());
+    let mut silence = Silence::new();
     let (interrupted, mut forwarded) = (crate::launcher::interrupted(), false);
     loop {
         if interrupted.load(std::sync::atomic::Ordering::Relaxed) && !forwarded {
@@ -231,11 +231,12 @@ fn watch(
         if nodes.0[0].try_wait()?.is_some() {
             return Ok(w);
         }
-        silent += turn.elapsed().min(Duration::from_millis(100));
-        turn = Instant::now();
+        silence.turn();
         while let Ok(f) = lines.try_recv() {
-            (w.finished, silent) = (f, Duration::ZERO);
+            w.finished = f;
+            silence.heard();
         }
+        let silent = silence.silent();
         if silent > hang_after(sc) {
             // SAFETY: as in `Nodes::drop`.
             unsafe { libc::kill(nodes.0[0].id() as i32, libc::SIGKILL) };

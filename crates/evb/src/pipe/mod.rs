@@ -343,16 +343,7 @@ pub fn run_node(
     r.interrupted = interrupted;
     // SAFETY: as above. Adopted by another process: the launcher died, and stopped the run.
     if interrupted && unsafe { libc::getppid() } != parent {
-        r.faults.insert(
-            0,
-            FaultRecord {
-                at_s: r.wall_s,
-                role: "launcher".into(),
-                noticed_by: format!("node {me}"),
-                reason: "the launcher died: its death signal stopped the run".into(),
-                lost_events: Vec::new(),
-            },
-        );
+        r.faults.insert(0, crate::launcher::launcher_died(r.wall_s, format!("node {me}")));
     }
     let path = out.join("report.json");
     daqnet_core::output::write_whole(&path, r.to_json().as_bytes())
