@@ -143,6 +143,8 @@ fn bad_requests_say_what_is_allowed() {
         (vec!["--set", "pipe.fragment_bytes=8"], "pipe.fragment_bytes"),
         (vec!["--set", "pipe.processes_per_node=3"], "must be 1 or 2"),
         (vec!["--set", "pipe.direction=one_way", "--set", "pipe.pattern=gather"], "pipe.direction"),
+        (vec!["--mpirun=--oversubscribe"], "--mpirun starts an MPI job: add --transport mpi"),
+        (vec!["--transport", "mpi", "--kill", "2@1s"], "or with --transport mpi started by --mpirun"),
     ] {
         let (code, _, out) = pipe("pipe-bad", &[], &args);
         assert_eq!(code, Some(2), "{args:?}: {out}");
@@ -153,9 +155,11 @@ fn bad_requests_say_what_is_allowed() {
     assert!(text(&o).contains("no [pipe] section"), "{}", text(&o));
     #[cfg(not(feature = "mpi"))]
     {
-        let (code, _, out) = pipe("pipe-nompi", &[], &["--transport", "mpi"]);
-        assert_eq!(code, Some(2));
-        assert!(out.contains("--features mpi"), "{out}");
+        for args in [&["--transport", "mpi"][..], &["--transport", "mpi", "--mpirun"]] {
+            let (code, _, out) = pipe("pipe-nompi", &[], args);
+            assert_eq!(code, Some(2), "{args:?}");
+            assert!(out.contains("--features mpi"), "{args:?}: {out}");
+        }
     }
 }
 
@@ -177,6 +181,11 @@ fn mpi_event_building_on_8_ranks_verifies_every_fragment() {
     );
     assert_eq!(code, Some(0), "{out}");
     assert_eq!(u(&r["pipe"]["verified_payloads"]), 440);
+    // The same job started and watched by daqnet (--mpirun): the same whole report, exit 0.
+    let watched = ["--transport", "mpi", "--mpirun=--allow-run-as-root --oversubscribe", "--set", "pipe.nodes=8"];
+    let (code, r, out) = pipe("pipe-mpi-watched", &[], &watched);
+    assert_eq!(code, Some(0), "{out}");
+    assert_complete(&r, 8, "mpi", &out);
 }
 
 #[cfg(feature = "mpi")]
@@ -192,55 +201,138 @@ fn mpi_needs_one_rank_per_process() {
     assert_eq!(u(&r["pipe"]["verified_payloads"]), 440 * 4);
 }
 
+/// `daqnet pipe FILE --transport mpi --mpirun=…` on 8 ranks with `args`, its output discarded.
 #[cfg(feature = "mpi")]
-#[test]
-fn over_mpi_a_dead_rank_ends_the_job_without_a_report() {
-    // What docs/daqpipe.md says Open MPI does: a rank killed mid-run makes mpirun abort every
-    // rank (exit status non-zero), so no node is left to write a report. Bounded: mpirun must
-    // be gone within 30 s of the kill.
-    use std::time::{Duration, Instant};
-    let _one = serial();
-    let dir = out_dir("pipe-mpi-kill");
-    let mut job = std::process::Command::new("mpirun")
+fn spawn_watched_mpi(dir: &std::path::Path, args: &[&str]) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_daqnet"))
         .current_dir(std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
-        .args(&MPIRUN[1..])
-        .args([env!("CARGO_BIN_EXE_daqnet"), "pipe", FILE, "--transport", "mpi", "--set", "pipe.nodes=8"])
-        .args(["--events", "1000000", "-q", "--out", dir.to_str().unwrap()])
+        .args(["pipe", FILE, "--transport", "mpi", "--mpirun=--allow-run-as-root --oversubscribe"])
+        .args(["--set", "pipe.nodes=8", "--events", "20000", "-q", "--out", dir.to_str().unwrap()])
+        .args(args)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
-        .unwrap();
-    // The ranks are mpirun's children; kill the fourth once all eight run.
-    let children = format!("/proc/{}/task/{}/children", job.id(), job.id());
-    let until = Instant::now() + Duration::from_secs(30);
-    let rank = loop {
-        let pids: Vec<i32> = std::fs::read_to_string(&children)
-            .unwrap_or_default()
-            .split_whitespace()
-            .filter_map(|p| p.parse().ok())
-            .collect();
-        if pids.len() == 8 {
-            break pids[3];
-        }
-        assert!(Instant::now() < until, "mpirun never started 8 ranks: {pids:?}");
-        std::thread::sleep(Duration::from_millis(50));
+        .unwrap()
+}
+
+/// The pid of MPI rank `rank`, a child of the `mpirun` that `watcher` started, once all 8 run
+/// (each rank carries its number in OMPI_COMM_WORLD_RANK).
+#[cfg(feature = "mpi")]
+fn rank_pid(watcher: u32, rank: u32) -> i32 {
+    use std::time::{Duration, Instant};
+    let children = |pid: u32| -> Vec<i32> {
+        let f = format!("/proc/{pid}/task/{pid}/children");
+        std::fs::read_to_string(f).unwrap_or_default().split_whitespace().filter_map(|p| p.parse().ok()).collect()
     };
-    std::thread::sleep(Duration::from_millis(500));
-    // SAFETY: kill has no memory-safety preconditions; `rank` is our grandchild.
-    unsafe { libc::kill(rank, libc::SIGKILL) };
+    let has_rank = |pid: i32| {
+        let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        env.split(|&b| b == 0).any(|v| v == format!("OMPI_COMM_WORLD_RANK={rank}").as_bytes())
+    };
     let until = Instant::now() + Duration::from_secs(30);
-    let status = loop {
+    loop {
+        let ranks: Vec<i32> = children(watcher).into_iter().flat_map(|m| children(m as u32)).collect();
+        if let (8, Some(&pid)) = (ranks.len(), ranks.iter().find(|&&p| has_rank(p))) {
+            return pid;
+        }
+        assert!(Instant::now() < until, "mpirun never started 8 ranks: {ranks:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Over MPI a dead rank takes the job with it (Open MPI's MPI_ERRORS_ARE_FATAL); the watcher
+/// started by --mpirun notices it, has node 0 stop the run and write its report, and names the
+/// rank in it: within 3 s, every event accounted for, no process left.
+#[cfg(feature = "mpi")]
+#[test]
+fn pipe_8ranks_mpi_kill_rank() {
+    let _one = serial();
+    let dir = out_dir("pipe-mpi-kill");
+    let mut job = spawn_watched_mpi(&dir, &["--kill", "3@1s"]);
+    let code = wait_bounded(&mut job, std::time::Duration::from_secs(30));
+    let r = report(&dir);
+    assert_eq!(code, Some(1), "{r}");
+    let f = &r["faults"][0];
+    assert_eq!((f["role"].as_str(), f["noticed_by"].as_str()), (Some("node 3"), Some("launcher")), "{r}");
+    assert!(f["reason"].as_str().unwrap().contains("ended before the run was over"), "{r}");
+    // Node 0's own report: its log survived, and the events it had built are counted.
+    assert!(u(&r["events_built"]) > 0 && r["interrupted"] == true, "{r}");
+    assert!(r["wall_s"].as_f64().unwrap() - f["at_s"].as_f64().unwrap() < 3.0, "{r}");
+    common::accounted(&r, 20000);
+    assert_no_ranks_left();
+    // Ctrl-C of the watcher: node 0 stops the run and writes an interrupted report, no fault.
+    let dir = out_dir("pipe-mpi-int");
+    let mut job = spawn_watched_mpi(&dir, &[]);
+    rank_pid(job.id(), 0);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: kill has no memory-safety preconditions; the pid is our child's.
+    unsafe { libc::kill(job.id() as i32, libc::SIGINT) };
+    let r = common::report_within(&dir, std::time::Instant::now(), std::time::Duration::from_secs(3));
+    assert_eq!(wait_bounded(&mut job, std::time::Duration::from_secs(30)), Some(1), "{r}");
+    assert!(r["interrupted"] == true && u(&r["events_built"]) > 0, "{r}");
+    assert!(r.get("faults").is_none_or(|f| f.as_array().unwrap().is_empty()), "{r}");
+    common::accounted(&r, 20000);
+    assert_no_ranks_left();
+}
+
+/// A rank stopped (kill -STOP) for deploy.peer_timeout_ms is named and the run ended within
+/// 3 s of the stop, node 0's report counting what it built; the same for node 0 itself, whose
+/// report the watcher writes (its settled events lost with it).
+#[cfg(feature = "mpi")]
+#[test]
+fn pipe_8ranks_mpi_stop_rank_and_node0() {
+    use std::time::{Duration, Instant};
+    let _one = serial();
+    for (rank, built) in [(3, true), (0, false)] {
+        let dir = out_dir(&format!("pipe-mpi-stop-{rank}"));
+        let mut job = spawn_watched_mpi(&dir, &[]);
+        let pid = rank_pid(job.id(), rank);
+        std::thread::sleep(Duration::from_millis(500));
+        // SAFETY: kill has no memory-safety preconditions; `pid` is a rank of our job.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        let stopped = Instant::now();
+        let r = common::report_within(&dir, stopped, Duration::from_secs(3));
+        assert_eq!(wait_bounded(&mut job, Duration::from_secs(30)), Some(1), "{r}");
+        let f = &r["faults"][0];
+        assert_eq!(f["role"], format!("node {rank}"), "{r}");
+        assert!(f["reason"].as_str().unwrap().starts_with("stopped for 1.0 s"), "{r}");
+        assert_eq!(u(&r["events_built"]) > 0, built, "{r}");
+        common::accounted(&r, 20000);
+        assert_no_ranks_left();
+    }
+}
+
+/// The exit code of `job`, killed if it runs past `limit`.
+#[cfg(feature = "mpi")]
+fn wait_bounded(job: &mut std::process::Child, limit: std::time::Duration) -> Option<i32> {
+    let until = std::time::Instant::now() + limit;
+    loop {
         if let Some(s) = job.try_wait().unwrap() {
-            break s;
+            return s.code();
         }
-        if Instant::now() > until {
+        if std::time::Instant::now() > until {
             let _ = job.kill();
-            panic!("mpirun still running 30 s after a rank died");
+            panic!("daqnet pipe --mpirun still running after {limit:?}");
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// No `mpirun` and no rank of a test's job is left.
+#[cfg(feature = "mpi")]
+fn assert_no_ranks_left() {
+    let ours = |pid: &str| {
+        let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        env.windows(21).any(|w| w == b"OMPI_COMM_WORLD_RANK=") || cmd.starts_with(b"mpirun\0")
     };
-    assert!(!status.success());
-    assert!(!dir.join("report.json").exists());
+    let me = std::process::id().to_string();
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|p| p.parse::<u32>().is_ok() && *p != me && ours(p))
+        .collect();
+    assert!(left.is_empty(), "processes of the MPI job left: {left:?}");
 }
 
 /// `daqnet pipe FILE` on 8 nodes over TCP with `args`, its output discarded.

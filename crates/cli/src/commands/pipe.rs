@@ -4,6 +4,7 @@ use clap::{Args, ValueEnum};
 use daqnet_core::report::RunReport;
 use daqnet_core::Scenario;
 use daqnet_evb::pipe::launch::{clean, launch, tcp_node, PipeLaunch};
+use daqnet_evb::pipe::mpirun::MpiLaunch;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,7 +16,9 @@ use std::time::Duration;
 /// Over TCP (the default) daqnet starts the nodes itself on this machine, on loopback. Over MPI
 /// (a build with `--features mpi`) the MPI launcher starts them — one rank per node, on one
 /// machine or across a cluster: `mpirun -np N daqnet pipe FILE --transport mpi`, with N the
-/// scenario's pipe.nodes.
+/// scenario's pipe.nodes. Or let daqnet start mpirun itself and watch the job, so that a dead
+/// or stopped rank still ends in a report naming it: `daqnet pipe FILE --transport mpi
+/// --mpirun="--hostfile hosts"`.
 ///
 /// Every fragment (and synthetic data message) is verified: its length, and a key at both
 /// ends naming the run, the event and the sender. The report (report.json, written by node 0)
@@ -28,7 +31,8 @@ use std::time::Duration;
 #[command(after_help = "Examples:\n  daqnet pipe scenarios/daqpipe/real-tcp.toml\n  \
 daqnet pipe scenarios/daqpipe/real-tcp.toml --set pipe.nodes=8 --set pipe.pattern=gather\n  \
 daqnet pipe scenarios/daqpipe/real-tcp.toml --kill 2@300ms        # a node dies mid-run\n  \
-mpirun -np 4 daqnet pipe scenarios/daqpipe/real-tcp.toml --transport mpi\n\
+mpirun -np 4 daqnet pipe scenarios/daqpipe/real-tcp.toml --transport mpi\n  \
+daqnet pipe scenarios/daqpipe/real-tcp.toml --transport mpi --mpirun --kill 3@1s  # watched\n\
 See docs/daqpipe.md.")]
 pub struct PipeArgs {
     #[command(flatten)]
@@ -39,7 +43,13 @@ pub struct PipeArgs {
     /// Output folder for report.json and the resolved scenario.
     #[arg(long, default_value = "out/pipe")]
     pub out: PathBuf,
-    /// Fault injection (tcp): kill node K (1 ≤ K < nodes; node 0 is the event manager; with two
+    /// (mpi) daqnet starts the job itself, `mpirun -np N ARGS daqnet pipe …` (N from the
+    /// scenario), and watches it: a rank that dies or stops, and Ctrl-C, end the run with a
+    /// report naming what ended it (a bare mpirun leaves none). ARGS are mpirun's own options,
+    /// split at spaces, e.g. --mpirun="--hostfile hosts" (root also needs --allow-run-as-root).
+    #[arg(long, value_name = "ARGS", num_args = 0..=1, default_missing_value = "", require_equals = true)]
+    pub mpirun: Option<String>,
+    /// Fault injection (tcp, or mpi with --mpirun: a rank on this machine): kill node K (1 ≤ K < nodes; node 0 is the event manager; with two
     /// processes per node, process K) this long after the start, e.g. 2@300ms. The others should notice within milliseconds, account the
     /// events its builder unit held as lost, and go on without its fragments.
     #[arg(long, value_name = "K@TIME", value_parser = parse_kill)]
@@ -53,6 +63,10 @@ pub struct PipeArgs {
     /// (set by the launcher) The run's epoch on the monotonic clock, ns.
     #[arg(long, hide = true, default_value_t = 0)]
     pub epoch_ns: u64,
+    /// (set by --mpirun) Node 0 prints its epoch and progress lines for the watcher, and stops
+    /// the run on SIGTERM.
+    #[arg(long, hide = true)]
+    pub watched: bool,
     /// (set by the launcher) The scenario's name in the report.
     #[arg(long, hide = true)]
     pub origin: Option<String>,
@@ -87,8 +101,15 @@ pub fn check(a: &PipeArgs) -> anyhow::Result<Scenario> {
             "--kill {k}@…: the process to kill must be 1..{members} (process 0 hosts the event manager and writes the \
              report; with pipe.processes_per_node = 2, process 2i is node i's readout unit and 2i + 1 its builder unit)",
         );
-        anyhow::ensure!(a.transport == PipeTransport::Tcp, "--kill works with --transport tcp only");
+        anyhow::ensure!(
+            a.transport == PipeTransport::Tcp || a.mpirun.is_some(),
+            "--kill works with --transport tcp, or with --transport mpi started by --mpirun"
+        );
     }
+    anyhow::ensure!(
+        a.mpirun.is_none() || a.transport == PipeTransport::Mpi,
+        "--mpirun starts an MPI job: add --transport mpi"
+    );
     Ok(sc)
 }
 
@@ -111,6 +132,17 @@ pub fn run(a: PipeArgs) -> anyhow::Result<ExitCode> {
         (PipeTransport::Tcp, None) => {
             let opts = PipeLaunch { exe: std::env::current_exe()?, origin, out: a.out.clone(), kill: a.kill };
             Some(launch(&sc, &opts)?.0)
+        }
+        (PipeTransport::Mpi, _) if a.mpirun.is_some() => {
+            anyhow::ensure!(cfg!(feature = "mpi"), "{NO_MPI}");
+            let opts = MpiLaunch {
+                exe: std::env::current_exe()?,
+                origin,
+                out: a.out.clone(),
+                mpirun_args: a.mpirun.iter().flat_map(|m| m.split_whitespace()).map(String::from).collect(),
+                kill: a.kill,
+            };
+            Some(daqnet_evb::pipe::mpirun::launch(&sc, &opts)?.0)
         }
         (PipeTransport::Mpi, _) => mpi_node(&sc, &origin, &a, &mut progress)?,
     };
@@ -146,14 +178,28 @@ fn mpi_node(
     std::fs::create_dir_all(&a.out)?;
     super::clear_outputs(&a.out, &["latency.parquet"])?;
     daqnet_evb::pipe::mpi::run(sc, |mesh, epoch| {
-        daqnet_evb::pipe::run_node(sc, origin, &a.out, mesh, epoch, progress, None)
+        // Watched by `--mpirun`: node 0 says when its run started and how it goes, never
+        // blocking on it, and stops the run on SIGTERM.
+        let watched = a.watched && mesh.me().0 == 0;
+        if watched {
+            let ns = daqnet_evb::pipe::launch::mono_ns() - epoch.elapsed().as_nanos() as u64;
+            println!("{}{ns}", daqnet_evb::pipe::mpirun::EPOCH_LINE);
+        }
+        let beacon = daqnet_evb::role::Beacon::start(watched);
+        let mut tell = |done: u64, total: u64| {
+            beacon.set(done, done);
+            progress(done, total);
+        };
+        let stop = watched.then(daqnet_evb::launcher::interrupted);
+        daqnet_evb::pipe::run_node(sc, origin, &a.out, mesh, epoch, &mut tell, stop)
     })
 }
 
 #[cfg(not(feature = "mpi"))]
 fn mpi_node(_: &Scenario, _: &str, _: &PipeArgs, _: &mut dyn FnMut(u64, u64)) -> anyhow::Result<Option<RunReport>> {
-    anyhow::bail!(
-        "--transport mpi: this daqnet was built without MPI; build it with `cargo build --release --features mpi` \
-         (needs Open MPI: scripts/mpi-deps.sh installs it)"
-    )
+    anyhow::bail!("{NO_MPI}")
 }
+
+const NO_MPI: &str =
+    "--transport mpi: this daqnet was built without MPI; build it with `cargo build --release --features \
+                      mpi` (needs Open MPI: scripts/mpi-deps.sh installs it)";

@@ -206,7 +206,7 @@ pub fn accounted(r: &serde_json::Value, events: u64) {
     assert_eq!(sum, events, "built + not built: {r}");
 }
 
-/// The report in `dir` once it appears, at most `limit` after `since` (a launcher just killed:
+/// The report in `dir` once it appears, at most `limit` after `since` (a fault, e.g. a launcher killed:
 /// the role its death signal stopped writes it).
 #[allow(dead_code)]
 pub fn report_within(
@@ -215,7 +215,7 @@ pub fn report_within(
     limit: std::time::Duration,
 ) -> serde_json::Value {
     while !dir.join("report.json").exists() {
-        assert!(since.elapsed() < limit, "no report {limit:?} after the launcher died");
+        assert!(since.elapsed() < limit, "no report within {limit:?} of the fault");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     report(dir)

@@ -176,7 +176,14 @@ pub fn launch(sc: &Scenario, opts: &PipeLaunch) -> anyhow::Result<(RunReport, i3
             None if killed_at.is_some() && opts.kill.is_some_and(|(k, _)| k == 0) => "killed (--kill)".to_string(),
             None => format!("ended ({status}) without a report; its error, if any, is above"),
         };
-        let r = node0_failed(&sc, &opts.origin, (reason, watched.at_s), watched.finished);
+        let fault = FaultRecord {
+            at_s: watched.at_s,
+            role: "node 0".into(),
+            noticed_by: "launcher".into(),
+            reason,
+            lost_events: Vec::new(),
+        };
+        let r = failed_report(&sc, &opts.origin, fault, watched.finished);
         daqnet_core::output::write_whole(&report_path, r.to_json().as_bytes())
             .with_context(|| format!("cannot write {}", report_path.display()))?;
         return Ok((r, 1));
@@ -261,18 +268,14 @@ fn watch(
     }
 }
 
-/// The report of a run whose node 0 failed: the event manager's log went with it, so the
-/// measured events it had settled are lost and the rest abandoned; node 0 is the failed node.
-fn node0_failed(sc: &Scenario, origin: &str, (reason, at_s): (String, f64), finished: u64) -> RunReport {
+/// The report of a run that ended with `fault` and without node 0's report: the event
+/// manager's log went with node 0, so the measured events it had settled (`finished`, warm-up
+/// included) are lost and the rest abandoned.
+pub(crate) fn failed_report(sc: &Scenario, origin: &str, mut fault: FaultRecord, finished: u64) -> RunReport {
     let lost = finished.saturating_sub(sc.run.warmup_events).min(sc.run.events);
-    let fault = FaultRecord {
-        at_s,
-        role: "node 0".into(),
-        noticed_by: "launcher".into(),
-        reason: format!("{reason} ({finished} events had settled; their results are lost with it)"),
-        lost_events: Vec::new(),
-    };
+    fault.reason = format!("{} ({finished} events had settled; their results are lost with node 0)", fault.reason);
     let mut r = RunReport::measured("run", origin, sc, Measure::new(0).finish());
+    r.wall_s = fault.at_s;
     r.events_not_built = NotBuilt { timed_out: 0, lost, abandoned: sc.run.events - lost };
     r.faults = vec![fault];
     r

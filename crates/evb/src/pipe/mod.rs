@@ -18,6 +18,7 @@
 pub mod launch;
 #[cfg(feature = "mpi")]
 pub mod mpi;
+pub mod mpirun;
 pub mod tcp;
 
 use anyhow::{bail, Context};

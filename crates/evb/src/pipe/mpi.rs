@@ -1,12 +1,14 @@
 //! The pipe over MPI (the `mpi` feature; rsmpi over the system's Open MPI): each node an MPI
 //! rank, every message one MPI message — the 32-byte header and its body — sent with
-//! `MPI_Isend` and received with `MPI_Improbe` + `MPI_Mrecv`, in one thread that polls both,
-//! as DAQPIPE's MPI driver does.
+//! `MPI_Isend` and received with `MPI_Improbe` + `MPI_Imrecv`, in one thread that polls both,
+//! as DAQPIPE's MPI driver does. Nothing blocks: a receive that never completes (its sender
+//! died mid-message) leaves the node free to stop the run when asked.
 //!
 //! A rank that dies takes the job with it: Open MPI's default error handler (`MPI_ERRORS_ARE_FATAL`)
 //! and `mpirun` abort every rank when one ends abnormally, and the fault-tolerant interface
 //! that would let the others go on (ULFM) is not in the Open MPI that distributions ship. So
-//! over MPI a lost node ends the run without a report; [`Mesh::next`] never reports one.
+//! [`Mesh::next`] never reports a lost node: the watcher of `--mpirun` ([`super::mpirun`])
+//! notices it from outside the job and has node 0 stop the run.
 
 use super::{filler, verify, Head, Mesh, MeshEvent, Outgoing, Wire, HEAD_BYTES};
 use anyhow::{bail, Context};
@@ -39,7 +41,18 @@ pub struct MpiMesh {
     /// Buffers of completed sends, for reuse.
     spare: Vec<Box<[u8]>>,
     ready: VecDeque<MeshEvent>,
-    recv: Vec<u8>,
+    /// The receive in progress.
+    receiving: Option<Receiving>,
+    /// The buffer of the last completed receive, for reuse.
+    recv: Box<[u8]>,
+}
+
+/// A receive in progress: the request, the buffer MPI writes until it completes, the sender.
+struct Receiving {
+    req: Request<'static, [u8], StaticScope>,
+    /// The buffer, leaked for the request's `'static` borrow and taken back once it completes.
+    buf: *mut [u8],
+    from: NodeId,
 }
 
 /// Initializes MPI, checks that the world has one rank per node of the scenario's pipe, and
@@ -71,7 +84,8 @@ pub fn run(
         pending: Vec::new(),
         spare: Vec::new(),
         ready: VecDeque::new(),
-        recv: Vec::new(),
+        receiving: None,
+        recv: Box::default(),
     };
     mesh.world.barrier();
     let r = f(&mut mesh, Instant::now());
@@ -128,16 +142,46 @@ impl MpiMesh {
         }
     }
 
-    /// Receives one message if one has arrived.
+    /// Receives one message if one has arrived: starts its receive, and takes it when MPI has
+    /// completed it (true then).
     fn receive(&mut self) -> anyhow::Result<bool> {
-        let Some((msg, status)) = self.world.any_process().immediate_matched_probe() else { return Ok(false) };
-        let count = status.count(u8::equivalent_datatype()) as usize;
-        self.recv.resize(count.max(HEAD_BYTES), 0);
-        msg.matched_receive_into(&mut self.recv[..count]);
-        let from = NodeId(status.source_rank() as u32);
+        if self.receiving.is_none() {
+            let Some((msg, status)) = self.world.any_process().immediate_matched_probe() else { return Ok(false) };
+            let count = status.count(u8::equivalent_datatype()) as usize;
+            let mut buf = std::mem::take(&mut self.recv);
+            if buf.len() != count {
+                buf = vec![0u8; count].into_boxed_slice();
+            }
+            let buf: &'static mut [u8] = Box::leak(buf);
+            let ptr: *mut [u8] = buf;
+            let req = msg.immediate_matched_receive_into(StaticScope, buf);
+            self.receiving = Some(Receiving { req, buf: ptr, from: NodeId(status.source_rank() as u32) });
+        }
+        let r = self.receiving.take().expect("a receive in progress");
+        match r.req.test() {
+            Ok(_) => {
+                // SAFETY: `buf` came from `Box::leak` above, and the request that borrowed it
+                // has completed and been consumed: nothing refers to it now.
+                self.recv = unsafe { Box::from_raw(r.buf) };
+                self.take(r.from)?;
+                Ok(true)
+            }
+            Err(req) => {
+                self.receiving = Some(Receiving { req, ..r });
+                Ok(false)
+            }
+        }
+    }
+
+    /// Takes the message `from` sent, now in `self.recv`.
+    fn take(&mut self, from: NodeId) -> anyhow::Result<()> {
+        let count = self.recv.len();
+        if count < HEAD_BYTES {
+            bail!("node {from} sent a message of {count} bytes, shorter than a header");
+        }
         let h: &[u8; HEAD_BYTES] = self.recv[..HEAD_BYTES].try_into().expect("32 bytes");
         let head = Head::decode(h).with_context(|| format!("node {from} sent a broken message"))?;
-        let body = &self.recv[HEAD_BYTES..count];
+        let body = &self.recv[HEAD_BYTES..];
         if !head.len_ok() || head.len as usize != body.len() || head.from != from.0 {
             bail!("node {from} sent a message whose header does not match it");
         }
@@ -150,12 +194,12 @@ impl MpiMesh {
             Some(Wire::Bye) => {}
             None => bail!("node {from} sent a tally that does not parse"),
         }
-        Ok(true)
+        Ok(())
     }
 
-    /// Waits for every send to complete, then for every rank at a barrier.
+    /// Waits for every send and receive to complete, then for every rank at a barrier.
     fn finish(&mut self) {
-        while !self.pending.is_empty() {
+        while !self.pending.is_empty() || self.receiving.is_some() {
             self.reap();
             let _ = self.receive();
         }
