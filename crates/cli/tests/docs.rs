@@ -177,6 +177,10 @@ fn mode(c: &DocCommand) -> Mode {
             Mode::ParseOnly("draws a testbed run's output, which needs root (tests/testbed.rs)")
         }
         Some("run") if has("--metrics") => Mode::ParseOnly("serves a fixed port"),
+        Some("sweep") if has("--slurm") => Mode::ParseOnly("needs a Slurm cluster (tests/slurm.rs)"),
+        Some("sweep") if c.args.get(1).is_some_and(|a| a == "resume") => {
+            Mode::ParseOnly("resumes a sweep folder of a cluster (tests/slurm.rs)")
+        }
         Some("pipe") if has("--kill") => Mode::ParseOnly("exits 1 by design: a node dies (tests/pipe.rs)"),
         Some("pipe") if c.args.iter().any(|a| a == "mpi") => Mode::ParseOnly("runs under mpirun (tests/pipe.rs)"),
         _ => Mode::Run,

@@ -57,6 +57,26 @@ fn resume_skips_finished_points() {
     assert!(text(&o).contains("holds a different sweep"), "{}", text(&o));
 }
 
+/// The batch form: shards write into one folder, `sweep resume` runs what is missing and
+/// writes the whole table — the unsharded one.
+#[test]
+fn shards_into_one_folder_resumed_equal_the_unsharded_table() {
+    let (whole, one) = (out_dir("whole-one"), out_dir("one"));
+    assert!(sweep(&whole, &[]).status.success());
+    let o = sweep(&one, &["--shard", "1/2"]);
+    assert!(text(&o).contains("3 points run"), "{}", text(&o));
+    let o = daqnet(&["sweep", "resume", s(&one), "--shard", "1/2"]);
+    assert!(text(&o).contains("0 points run, 3 already done; 3 rows"), "{}", text(&o));
+    let o = daqnet(&["sweep", "resume", s(&one)]);
+    assert!(text(&o).contains("3 points run, 3 already done; 6 rows"), "{}", text(&o));
+    for t in ["table.csv", "table.parquet"] {
+        assert_eq!(std::fs::read(one.join(t)).unwrap(), std::fs::read(whole.join(t)).unwrap(), "{t}");
+    }
+    let o = daqnet(&["sweep", "resume", s(&out_dir("no-sweep"))]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("not a sweep folder (it has no sweep.json)"), "{}", text(&o));
+}
+
 #[test]
 fn shards_merged_equal_the_unsharded_table() {
     let (whole, a, b, merged) = (out_dir("whole"), out_dir("shard0"), out_dir("shard1"), out_dir("merged"));

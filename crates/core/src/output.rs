@@ -22,14 +22,17 @@ pub fn partial_name(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.partial"))
 }
 
-/// Writes `path` through `write`, which fills the temporary file [`partial_name`] gives it
-/// (the folder is created first); the file is then synced and renamed into place, so a file by
-/// that name is always whole. On failure the temporary file is removed and the error returned.
+/// Writes `path` through `write`, which fills a temporary file beside it, named after it and
+/// this process (processes sharing a folder, as the tasks of a sweep on a cluster do, may write
+/// the same file at once; the folder is created first); the file is then synced and renamed
+/// into place, so a file by that name is always whole and the last rename wins. On failure the
+/// temporary file is removed and the error returned.
 pub fn write_atomically<E: From<io::Error>>(path: &Path, write: impl FnOnce(&Path) -> Result<(), E>) -> Result<(), E> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
-    let tmp = partial_name(path);
+    let name = path.file_name().map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = path.with_file_name(format!(".{name}.{}.partial", std::process::id()));
     let done = write(&tmp).and_then(|()| {
         std::fs::File::open(&tmp)?.sync_all()?;
         Ok(std::fs::rename(&tmp, path)?)

@@ -141,7 +141,7 @@ pub fn write(out: &Path, axes: &[String], points: usize) -> anyhow::Result<(Path
         .chain(if has(|r| r.switch.marks > 0 || r.tcp.delivered_ce > 0) { ECN } else { &[] })
         .chain(if has(|r| r.flow_control.is_some()) { FLOW } else { &[] })
         .collect();
-    let mut w = csv::Writer::from_path(&path).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut w = csv::Writer::from_writer(Vec::new());
     let mut header: Vec<String> = ["point", "series", "repeat", "seed"].map(String::from).to_vec();
     header.extend(axes.iter().cloned());
     header.extend(columns.iter().map(|(c, _)| c.to_string()));
@@ -152,7 +152,9 @@ pub fn write(out: &Path, axes: &[String], points: usize) -> anyhow::Result<(Path
     for r in &rows {
         w.write_record(r)?;
     }
-    w.flush()?;
+    // Whole or not at all: the tasks of a sweep on a cluster and its submitter rewrite it at once.
+    let csv = w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?;
+    daqnet_core::output::write_whole(&path, &csv).with_context(|| format!("cannot write {}", path.display()))?;
     crate::columnar::write_table(&out.join("table.parquet"), &header, &rows, &|c| COUNTS.contains(&c))?;
     Ok((path, finished.len()))
 }

@@ -9,6 +9,7 @@ pub mod role;
 pub mod run;
 pub mod scenario;
 pub mod sim;
+pub mod slurm;
 pub mod study;
 pub mod sweep;
 pub mod switch;

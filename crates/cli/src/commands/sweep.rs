@@ -25,8 +25,12 @@ daqnet sweep scenarios/atlas-2015/switch1.toml --vary system.credits_per_node=10
 daqnet sweep scenarios/atlas-2015/switch1.toml \\\n    \
 --vary system.supervisor.policy=fcfs,random,node_round_robin \\\n    \
 --vary system.credits_per_node=80,240,480,800 --repeat 3 --out out/policies\n\n\
-On a batch system, run shard I of N per job (sbatch --array=0-7), then merge:\n  \
-daqnet sweep FILE --vary ... --shard $SLURM_ARRAY_TASK_ID/8 --out out/s$SLURM_ARRAY_TASK_ID\n  \
+On Slurm, one array job, one task per shard, the table as the points finish:\n  \
+daqnet sweep FILE --vary ... --slurm --slurm-opt=--partition=short --out out/big\n\
+On another batch system (HTCondor: $(Process)), shard I of N per job into one shared folder:\n  \
+daqnet sweep FILE --vary ... --out out/big     # once, Ctrl-C at once: the folder claimed\n  \
+daqnet sweep resume out/big --shard I/N        # in each job\n\
+or into a folder per shard, then merge:\n  \
 daqnet sweep merge out/s0 out/s1 ... out/s7 --out out/all"
 )]
 pub struct SweepArgs {
@@ -60,6 +64,29 @@ pub struct SweepArgs {
     /// DIR/points/p0000 DIR/points/p0003 --kind series` draws points side by side.
     #[arg(long, value_name = "SPEC", value_parser = clap::value_parser!(daqnet_sim::trace::TraceSpec))]
     trace: Option<daqnet_sim::trace::TraceSpec>,
+    /// Submit the sweep to Slurm as one array job (`sbatch --array`), one task per shard, every
+    /// task writing into the sweep folder (which must be on a file system the nodes share, as
+    /// must daqnet and the scenario); wait with a progress bar, rewriting the table as points
+    /// finish. Run the same command again to wait for a job still queued, or to resume one that
+    /// died: finished points are not rerun.
+    #[arg(long)]
+    slurm: bool,
+    /// (--slurm) An sbatch option for the job, one #SBATCH line each, e.g.
+    /// --slurm-opt=--partition=short --slurm-opt=--time=01:00:00 (repeatable).
+    #[arg(long, value_name = "OPT", requires = "slurm", allow_hyphen_values = true)]
+    slurm_opt: Vec<String>,
+    /// (--slurm) Array tasks, i.e. shards (default: one per point, at most 64).
+    #[arg(long, value_name = "N", requires = "slurm", value_parser = clap::value_parser!(u32).range(1..))]
+    tasks: Option<u32>,
+    /// (--slurm) Submit and return; run the command again later to wait and write the table.
+    #[arg(long, requires = "slurm")]
+    no_wait: bool,
+    /// (--slurm) Print the batch script that would be submitted, and submit nothing.
+    #[arg(long, requires = "slurm")]
+    dry_run: bool,
+    /// (--slurm) Run again the points a task recorded as failed (otherwise a rerun leaves them).
+    #[arg(long, requires = "slurm")]
+    retry_failed: bool,
     /// No progress bar or summary; only errors.
     #[arg(long, short)]
     quiet: bool,
@@ -76,6 +103,22 @@ enum SweepCommand {
         #[arg(long, required = true)]
         out: PathBuf,
     },
+    /// Run the points not done of the sweep in DIR (its sweep.json), or of shard I/N of it, and
+    /// rewrite its table: what each task of a batch job runs. Relative scenario paths are read
+    /// from the current folder, as when the sweep was started.
+    Resume {
+        /// The sweep folder.
+        dir: PathBuf,
+        /// Run only every N-th point starting at I (0 <= I < N).
+        #[arg(long, value_name = "I/N")]
+        shard: Option<String>,
+        /// Points run at once (default: one per CPU core).
+        #[arg(long, short)]
+        jobs: Option<usize>,
+        /// No progress bar or summary; only errors.
+        #[arg(long, short)]
+        quiet: bool,
+    },
 }
 
 /// Runs the verb.
@@ -89,10 +132,26 @@ pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
+    if let Some(SweepCommand::Resume { dir, shard, jobs, quiet }) = a.command {
+        return resume(&dir, shard.as_deref(), jobs, quiet);
+    }
     let (plan, shard) = plan(&a)?;
     check_trace(&plan, a.trace.as_ref())?;
-    let file = a.file.expect("clap requires FILE");
-    let out = a.out.unwrap_or_else(|| Path::new("out/sweep").join(file.file_stem().unwrap_or_default()));
+    let file = a.file.clone().expect("clap requires FILE");
+    let out = a.out.clone().unwrap_or_else(|| Path::new("out/sweep").join(file.file_stem().unwrap_or_default()));
+    if a.slurm {
+        anyhow::ensure!(a.shard.is_none(), "--slurm makes the shards itself: drop --shard (--tasks sets how many)");
+        anyhow::ensure!(a.trace.is_none(), "--trace does not go with --slurm yet: trace the points you need locally");
+        let s = super::slurm::SlurmArgs {
+            opts: a.slurm_opt.clone(),
+            tasks: a.tasks.map(|t| t as usize),
+            no_wait: a.no_wait,
+            dry_run: a.dry_run,
+            retry_failed: a.retry_failed,
+            quiet: a.quiet,
+        };
+        return super::slurm::run(&plan, &out, &s);
+    }
     let (bar, observe) = super::sweep_progress(a.quiet);
     let opts = ExecOptions {
         jobs: a.jobs.unwrap_or_else(super::cores),
@@ -106,6 +165,30 @@ pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
     let _ = std::fs::remove_dir_all(&scratch);
     bar.finish_and_clear();
     finish(&done, &out, a.quiet)
+}
+
+/// `daqnet sweep resume`: the points not done of the sweep in `dir` (of one shard), each
+/// failure recorded for the submitter of a batch job.
+fn resume(dir: &Path, shard: Option<&str>, jobs: Option<usize>, quiet: bool) -> anyhow::Result<ExitCode> {
+    let path = dir.join("sweep.json");
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| anyhow::anyhow!("{}: {e}: not a sweep folder (it has no sweep.json)", path.display()))?;
+    let plan: SweepPlan =
+        serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{} is damaged: {e}", path.display()))?;
+    let shard = shard.map(Shard::parse).transpose().map_err(anyhow::Error::msg)?.unwrap_or(Shard::ALL);
+    let (bar, observe) = super::sweep_progress(quiet);
+    let opts = ExecOptions {
+        jobs: jobs.unwrap_or_else(super::cores),
+        shard,
+        observer: Some(&observe),
+        stop: Some(daqnet_evb::launcher::interrupted()),
+    };
+    let done = sweep::execute(&plan, dir, opts, &super::sim_point(plan.per_event, None))?;
+    bar.finish_and_clear();
+    for (i, e) in &done.failures {
+        super::slurm::record_failure(dir, *i, e)?;
+    }
+    finish(&done, dir, quiet)
 }
 
 /// The sweep and the shard of it to run.
@@ -170,7 +253,7 @@ pub fn finish(done: &Executed, out: &Path, quiet: bool) -> anyhow::Result<ExitCo
 }
 
 /// The table's identifying and headline columns, aligned.
-fn overview(t: &Table) -> String {
+pub(super) fn overview(t: &Table) -> String {
     let first = t.columns.iter().position(|c| c == "events_built").unwrap_or(t.columns.len());
     let wanted: &[&str] = if t.columns.iter().any(|c| c == "steady_recv_bps") {
         &["steady_recv_bps", "recv_mean_bps", "latency_p99_ms", "timeouts", "drops"]
