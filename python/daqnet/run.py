@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import io
 import json
 import os
@@ -121,6 +122,7 @@ def sweep(
     out: str | os.PathLike[str] | None = None,
     per_event: bool = False,
     progress: Progress = None,
+    executor: concurrent.futures.Executor | None = None,
 ) -> pd.DataFrame:
     """Runs a scenario over every combination of the ``vary`` values, in parallel, as
     ``daqnet sweep`` does, and returns its table (the rows of ``table.csv``).
@@ -140,6 +142,13 @@ def sweep(
             resumed (a warning says so); one holding another sweep is refused.
         per_event: also write each point's ``events.parquet``.
         progress: see :data:`Progress` (counted in points).
+        executor: run the points as tasks of this :class:`concurrent.futures.Executor`, one
+            point per task, instead of daqnet's own threads: a ``dask.distributed.Client``'s
+            ``get_executor()``, Ray's, loky's, mpi4py's, or a ``ProcessPoolExecutor``. Each
+            task runs a point into ``out`` and nothing else, so the workers need daqnet
+            installed and ``out`` and the scenario file at the same paths (a shared file
+            system; relative paths from the worker's folder). The table is the one of a local
+            sweep, row for row, and the folder resumes whatever ran it. ``jobs`` does not apply.
 
     The frame's ``attrs`` hold ``out`` (the folder), ``paths`` (column → dotted scenario
     path) and ``failures`` (point → reason; each also warned about).
@@ -149,10 +158,15 @@ def sweep(
     s = scenario_of(scenario, set, events=events, seed=seed)
     folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="daqnet-sweep-"))
     axes = [_axis(p, v) for p, v in vary.items()]
-    with _progress(progress, "point") as tell:
-        done = _native.sweep(
-            str(s.path), s.sets, axes, str(folder), repeat, jobs or os.cpu_count() or 1, per_event, tell
-        )
+    if executor is not None:
+        if jobs is not None:
+            raise ValueError("jobs: the executor decides how many points run at once; give one or the other")
+        done = _sweep_on(executor, (str(s.path), s.sets, axes, str(folder), repeat, per_event), progress)
+    else:
+        with _progress(progress, "point") as tell:
+            done = _native.sweep(
+                str(s.path), s.sets, axes, str(folder), repeat, jobs or os.cpu_count() or 1, per_event, tell
+            )
     if done["resumed"]:
         warnings.warn(
             f"resumed: {done['resumed']} points were already done in {folder} "
@@ -164,3 +178,33 @@ def sweep(
     df = read_table(folder)
     df.attrs["failures"] = dict(done["failures"])
     return df
+
+
+def _sweep_point(out: str, index: int) -> bool:
+    """One task of a sweep on an executor: runs point ``index`` of the sweep in ``out``."""
+    return _native.sweep_point(out, index)
+
+
+def _sweep_on(executor: concurrent.futures.Executor, plan: tuple[Any, ...], progress: Progress) -> dict[str, Any]:
+    """Claims the folder, runs every point not done as a task of ``executor``, and writes the
+    table; returns what :func:`_native.sweep` returns."""
+    out = plan[3]
+    todo, total = _native.sweep_claim(*plan)
+    failures = []
+    with _progress(progress, "point") as tell:
+        futures = {executor.submit(_sweep_point, out, i): i for i in todo}
+        try:
+            for n, f in enumerate(concurrent.futures.as_completed(futures), 1):
+                try:
+                    f.result()
+                except Exception as e:  # noqa: BLE001 - a failed point is reported, the others go on
+                    failures.append((futures[f], str(e)))
+                if tell:
+                    tell(n, len(todo))
+        except KeyboardInterrupt:
+            for f in futures:
+                f.cancel()
+            raise
+    _native.sweep_table(out)
+    failures.sort()
+    return {"resumed": total - len(todo), "failures": failures}

@@ -11,7 +11,10 @@ use daqnet_core::Scenario;
 use daqnet_sim::trace::{TraceSink, TraceSpec};
 use daqnet_sim::{FaultPlan, SimOptions};
 use daqnet_study::columnar::TraceWriter;
-use daqnet_study::sweep::{execute, ExecOptions, PointOutput, Shard, SweepEvent, SweepPlan};
+use daqnet_study::sweep::{
+    claim_folder, execute, pending, read_plan, run_points, ExecOptions, Point, PointOutput, Shard, SweepEvent,
+    SweepPlan,
+};
 use daqnet_study::vary::Axis;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
@@ -186,15 +189,10 @@ fn sweep<'py>(
     per_event: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    if repeat == 0 || jobs == 0 {
-        return Err(PyValueError::new_err("repeat and jobs must be at least 1"));
+    if jobs == 0 {
+        return Err(PyValueError::new_err("jobs must be at least 1"));
     }
-    let axes = vary
-        .iter()
-        .map(|v| Axis::parse(v).map_err(|e| ScenarioError::new_err(format!("vary {e}"))))
-        .collect::<PyResult<Vec<_>>>()?;
-    let plan = SweepPlan::single(&path, sets, axes, repeat, per_event);
-    plan.points().map_err(|e| ScenarioError::new_err(format!("{e:#}")))?;
+    let plan = plan_of(path, sets, &vary, repeat, per_event)?;
     let (mut resumed, mut done, mut total) = (0, 0, 0);
     let executed = run_detached(
         py,
@@ -207,11 +205,7 @@ fn sweep<'py>(
                 });
             };
             let opts = ExecOptions { jobs, shard: Shard::ALL, observer: Some(&observe), stop: Some(stop) };
-            execute(&plan, &out, opts, &|p| {
-                let opts = SimOptions { record_events: per_event, stop: Some(stop), ..Default::default() };
-                let run = daqnet_sim::simulate(&p.scenario, &p.origin, opts);
-                Ok(PointOutput { report: run.report, events: run.events, files: Vec::new() })
-            })
+            execute(&plan, &out, opts, &point_runner(per_event, Some(stop)))
         },
         |py, note| {
             match note {
@@ -231,6 +225,85 @@ fn sweep<'py>(
     d.set_item("failures", executed.failures)?;
     d.set_item("resumed", resumed)?;
     Ok(d)
+}
+
+/// The plan of a sweep of `path` with `sets`, over the axes `vary` (`PATH=LIST` each), every
+/// point's scenario checked.
+fn plan_of(path: PathBuf, sets: Vec<String>, vary: &[String], repeat: u32, per_event: bool) -> PyResult<SweepPlan> {
+    if repeat == 0 {
+        return Err(PyValueError::new_err("repeat must be at least 1"));
+    }
+    let axes = vary
+        .iter()
+        .map(|v| Axis::parse(v).map_err(|e| ScenarioError::new_err(format!("vary {e}"))))
+        .collect::<PyResult<Vec<_>>>()?;
+    let plan = SweepPlan::single(&path, sets, axes, repeat, per_event);
+    plan.points().map_err(|e| ScenarioError::new_err(format!("{e:#}")))?;
+    Ok(plan)
+}
+
+/// A sweep point run in the simulator, as `daqnet sweep` runs it.
+fn point_runner(
+    per_event: bool,
+    stop: Option<&AtomicBool>,
+) -> impl Fn(&Point) -> anyhow::Result<PointOutput> + Sync + '_ {
+    move |p| {
+        let opts = SimOptions { record_events: per_event, stop, ..Default::default() };
+        let run = daqnet_sim::simulate(&p.scenario, &p.origin, opts);
+        Ok(PointOutput { report: run.report, events: run.events, files: Vec::new() })
+    }
+}
+
+/// Claims `out` for the sweep (its sweep.json, or the same one already there) and returns the
+/// indices of the points still to run and the number of points: the first step of a sweep run
+/// by an executor, one [`sweep_point`] per task.
+#[pyfunction]
+#[pyo3(signature = (path, sets, vary, out, repeat=1, per_event=false))]
+fn sweep_claim(
+    path: PathBuf,
+    sets: Vec<String>,
+    vary: Vec<String>,
+    out: PathBuf,
+    repeat: u32,
+    per_event: bool,
+) -> PyResult<(Vec<usize>, usize)> {
+    let plan = plan_of(path, sets, &vary, repeat, per_event)?;
+    let fail = |e: anyhow::Error| DaqnetError::new_err(format!("{e:#}"));
+    let points = plan.points().map_err(fail)?;
+    claim_folder(&plan, &out).map_err(fail)?;
+    let todo = pending(&points, &out, Shard::ALL).map_err(fail)?;
+    Ok((todo.iter().map(|p| p.meta.index).collect(), points.len()))
+}
+
+/// Runs point `index` of the sweep in `out` (its sweep.json) into its folder, unless it is
+/// done already; returns whether it ran. Raises `DaqnetError` with the reason when it fails.
+/// The GIL is released meanwhile, so thread pools run points in parallel.
+#[pyfunction]
+fn sweep_point(py: Python<'_>, out: PathBuf, index: usize) -> PyResult<bool> {
+    let run = || -> anyhow::Result<bool> {
+        let plan = read_plan(&out)?;
+        let points = plan.points()?;
+        let p =
+            points.get(index).ok_or_else(|| anyhow::anyhow!("the sweep in {} has no point {index}", out.display()))?;
+        if pending(std::slice::from_ref(p), &out, Shard::ALL)?.is_empty() {
+            return Ok(false);
+        }
+        let runner = point_runner(plan.per_event, None);
+        let (_, failures) = run_points(&[p], &out, (1, plan.per_event), None, &runner, &|_| {})?;
+        match failures.into_iter().next() {
+            Some((_, why)) => anyhow::bail!("{why}"),
+            None => Ok(true),
+        }
+    };
+    py.detach(run).map_err(|e| DaqnetError::new_err(format!("point {index}: {e:#}")))
+}
+
+/// Writes the table of the sweep in `out` from the points done; returns its path and rows.
+#[pyfunction]
+fn sweep_table(out: PathBuf) -> PyResult<(PathBuf, usize)> {
+    let fail = |e: anyhow::Error| DaqnetError::new_err(format!("{e:#}"));
+    let plan = read_plan(&out).map_err(fail)?;
+    daqnet_study::table::write(&out, &plan.axis_paths(), plan.len()).map_err(fail)
 }
 
 /// The latency histogram of a report (its JSON text) as rows (lowest ms, highest ms, events).
@@ -253,6 +326,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(sweep, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_claim, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_point, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_table, m)?)?;
     m.add_function(wrap_pyfunction!(latency_buckets, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())

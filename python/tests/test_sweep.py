@@ -1,6 +1,7 @@
 """daqnet.sweep and the tables on disk: the command line's numbers, typed for pandas."""
 
 import csv
+import shutil
 import subprocess
 
 import pandas as pd
@@ -88,3 +89,57 @@ def test_bad_axes_are_refused_before_anything_runs(micro, tmp_path):
     # A range as the command line takes it.
     df = daqnet.sweep(micro, {"system.credits_per_node": "2..6:2"}, events=10, out=tmp_path / "r", progress=False)
     assert list(df.system_credits_per_node) == [2.0, 4.0, 6.0]
+
+
+def _same_sweep(a, b) -> None:
+    """Row for row the same table: the frames, and the files byte for byte."""
+    da, db = daqnet.read_table(a), daqnet.read_table(b)
+    pd.testing.assert_frame_equal(da, db)
+    for name in ["table.csv", "table.parquet"]:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+EXECUTOR_VARY = {"network.switch.buffer.port_bytes": ["100kB", "3.2MB"], "system.readout_units": [8, 16, 32]}
+
+
+def test_a_sweep_on_a_process_pool_is_the_local_sweep_and_resumes(micro, tmp_path):
+    import concurrent.futures
+
+    local = daqnet.sweep(micro, EXECUTOR_VARY, events=30, out=tmp_path / "local", progress=False)
+    seen = []
+    with concurrent.futures.ProcessPoolExecutor(2) as pool:
+        df = daqnet.sweep(
+            micro, EXECUTOR_VARY, events=30, out=tmp_path / "pool", executor=pool,
+            progress=lambda done, total: seen.append((done, total)),
+        )
+        pd.testing.assert_frame_equal(df.drop(columns="dir"), local.drop(columns="dir"))
+        _same_sweep(tmp_path / "local", tmp_path / "pool")
+        assert seen[-1] == (6, 6)
+        # A point lost (its task died): the next sweep on the executor runs it alone.
+        kept = (tmp_path / "pool" / "points" / "p0000" / "report.json").read_bytes()
+        shutil.rmtree(tmp_path / "pool" / "points" / "p0003")
+        with pytest.warns(UserWarning, match="resumed: 5 points were already done"):
+            daqnet.sweep(micro, EXECUTOR_VARY, events=30, out=tmp_path / "pool", executor=pool, progress=False)
+        assert (tmp_path / "pool" / "points" / "p0000" / "report.json").read_bytes() == kept
+        _same_sweep(tmp_path / "local", tmp_path / "pool")
+        with pytest.raises(ValueError, match="give one or the other"):
+            daqnet.sweep(micro, EXECUTOR_VARY, out=tmp_path / "x", executor=pool, jobs=2)
+
+
+def test_a_sweep_on_a_dask_cluster_is_the_local_sweep(micro, tmp_path):
+    distributed = pytest.importorskip(
+        "distributed", reason="dask.distributed is not installed (pip install 'dask[distributed]')"
+    )
+    daqnet.sweep(micro, EXECUTOR_VARY, events=30, out=tmp_path / "local", progress=False)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            df = daqnet.sweep(
+                micro, EXECUTOR_VARY, events=30, out=tmp_path / "dask", executor=client.get_executor(), progress=False
+            )
+            workers = len(client.scheduler_info()["workers"])
+    assert workers == 2 and len(df) == 6
+    _same_sweep(tmp_path / "local", tmp_path / "dask")
+    # The cluster's worker processes are gone with it.
+    import multiprocessing
+
+    assert not multiprocessing.active_children()

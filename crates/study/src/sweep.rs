@@ -208,6 +208,14 @@ fn combinations(axes: &[AxisSpec]) -> Vec<Vec<usize>> {
     out
 }
 
+/// The plan of the sweep in `out` (its `sweep.json`).
+pub fn read_plan(out: &Path) -> anyhow::Result<SweepPlan> {
+    let path = out.join("sweep.json");
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| anyhow::anyhow!("{}: {e}: not a sweep folder (it has no sweep.json)", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{} is damaged: {e}", path.display()))
+}
+
 /// Records the plan in `out/sweep.json`, or checks that the one already there is the same.
 pub fn claim_folder(plan: &SweepPlan, out: &Path) -> anyhow::Result<()> {
     let path = out.join("sweep.json");

@@ -170,11 +170,7 @@ pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
 /// `daqnet sweep resume`: the points not done of the sweep in `dir` (of one shard), each
 /// failure recorded for the submitter of a batch job.
 fn resume(dir: &Path, shard: Option<&str>, jobs: Option<usize>, quiet: bool) -> anyhow::Result<ExitCode> {
-    let path = dir.join("sweep.json");
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| anyhow::anyhow!("{}: {e}: not a sweep folder (it has no sweep.json)", path.display()))?;
-    let plan: SweepPlan =
-        serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{} is damaged: {e}", path.display()))?;
+    let plan = sweep::read_plan(dir)?;
     let shard = shard.map(Shard::parse).transpose().map_err(anyhow::Error::msg)?.unwrap_or(Shard::ALL);
     let (bar, observe) = super::sweep_progress(quiet);
     let opts = ExecOptions {
