@@ -172,4 +172,7 @@ fn a_dry_run_prints_the_batch_script() {
     let o = common::daqnet(&sweep_args(out, &["--slurm", "--shard", "1/2"]));
     assert_eq!(o.status.code(), Some(2), "{}", common::text(&o));
     assert!(common::text(&o).contains("drop --shard"), "{}", common::text(&o));
+    let o = common::daqnet(&sweep_args(out, &["--slurm", "--jobs", "2"]));
+    assert_eq!(o.status.code(), Some(2), "{}", common::text(&o));
+    assert!(common::text(&o).contains("--cpus-per-task"), "{}", common::text(&o));
 }

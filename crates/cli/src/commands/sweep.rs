@@ -142,6 +142,11 @@ pub fn run(a: SweepArgs) -> anyhow::Result<ExitCode> {
     if a.slurm {
         anyhow::ensure!(a.shard.is_none(), "--slurm makes the shards itself: drop --shard (--tasks sets how many)");
         anyhow::ensure!(a.trace.is_none(), "--trace does not go with --slurm yet: trace the points you need locally");
+        anyhow::ensure!(
+            a.jobs.is_none(),
+            "--jobs with --slurm: each task runs as many points at once as the CPUs Slurm gives it \
+             (--slurm-opt=--cpus-per-task=N)"
+        );
         let s = super::slurm::SlurmArgs {
             opts: a.slurm_opt.clone(),
             tasks: a.tasks.map(|t| t as usize),

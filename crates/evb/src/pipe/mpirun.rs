@@ -104,15 +104,22 @@ impl Job {
         unsafe { libc::kill(self.mpirun.id() as i32, sig) };
     }
 
+    /// Signals rank `k` if its pid still is that rank (not reused since it ended).
     fn signal_rank(&self, k: u32, sig: i32) -> bool {
-        // SAFETY: as above; the pid is a rank of this job seen alive.
-        self.ranks.get(&k).is_some_and(|&pid| unsafe { libc::kill(pid, sig) } == 0)
+        let ours = |pid: i32| rank_of(pid) == Some(k);
+        // SAFETY: as above.
+        self.ranks.get(&k).is_some_and(|&pid| ours(pid) && unsafe { libc::kill(pid, sig) } == 0)
     }
 
-    fn kill_all(&mut self) {
+    fn kill_ranks(&self) {
         for &k in self.ranks.keys() {
             self.signal_rank(k, libc::SIGKILL);
         }
+    }
+
+    /// Kills the ranks and `mpirun` (not yet reaped: its pid is still its own).
+    fn kill_all(&self) {
+        self.kill_ranks();
         self.signal_mpirun(libc::SIGKILL);
     }
 }
@@ -130,7 +137,7 @@ impl Drop for Job {
         let until = Instant::now() + Duration::from_secs(2);
         while self.ranks.iter().any(|(&k, &pid)| ours(k, pid)) && Instant::now() < until {
             self.ranks.retain(|&k, &mut pid| ours(k, pid));
-            self.kill_all();
+            self.kill_ranks();
             std::thread::sleep(Duration::from_millis(10));
         }
         // Ranks orphaned by mpirun's end were given to this process (a subreaper): reap them
@@ -420,7 +427,7 @@ impl Watcher<'_> {
 
     /// Node 0 silent for [`hang_after`] (or not started within `deploy.startup_timeout_ms`):
     /// its loop is stuck, and the job is killed.
-    fn check_silence(&mut self, job: &mut Job) {
+    fn check_silence(&mut self, job: &Job) {
         let silent = self.silence.silent();
         let startup = Duration::from_millis(self.sc.deploy.startup_timeout_ms);
         let stuck = if self.started { silent > hang_after(self.sc) } else { self.start.elapsed() > startup };
@@ -443,7 +450,7 @@ impl Watcher<'_> {
 
     /// Moves the job's end on: node 0's report written (or not within [`hang_after`]),
     /// `mpirun` is asked to end the job, and the job killed if it has not within as long.
-    fn end(&mut self, job: &mut Job) {
+    fn end(&mut self, job: &Job) {
         let grace = hang_after(self.sc);
         let written = self.report.exists();
         self.ending = match self.ending {
@@ -475,7 +482,7 @@ fn end_mpirun(job: &Job) -> Ending {
 }
 
 /// Kills the job's processes on this machine and `mpirun`.
-fn kill_now(job: &mut Job) -> Ending {
+fn kill_now(job: &Job) -> Ending {
     job.kill_all();
     Ending::AskedMpirun(Instant::now())
 }
