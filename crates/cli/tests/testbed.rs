@@ -836,7 +836,9 @@ fn a_subfarm_in_the_testbed_is_fed_by_the_testbed_event_builder() {
     let from = format!("farm.from_builder.events={}", eb.join("events.csv").display());
     // A run whose SFC fell behind on the shared CPUs overflows version 1's bounded queue and
     // loses events (once in a CI run: 5 of 2,000, the queue at its 40 events); it exits with
-    // status 1 and is run again, like one whose events arrived late.
+    // status 1 and is run again, like one whose events arrived late. A warm-up event lost that
+    // way leaves the exit status alone but a row short (once in a CI run: 2,499 of 2,500 rows,
+    // the 2,000 measured built): run again too.
     let (o, r, fed) = paced(
         || {
             let dir = out_dir("subfarm-fed");
@@ -844,11 +846,15 @@ fn a_subfarm_in_the_testbed_is_fed_by_the_testbed_event_builder() {
             let o = daqnet(&args.into_iter().chain(["--out", dir.to_str().unwrap()]).chain(events).collect::<Vec<_>>());
             (o, report(&dir), rows(&dir))
         },
-        |(o, _, fed)| o.status.success() && fed.iter().zip(&built).all(|(row, &(at, _))| row[0] <= at + 20_000_000),
+        |(o, _, fed)| {
+            o.status.success()
+                && fed.len() == built.len()
+                && fed.iter().zip(&built).all(|(row, &(at, _))| row[0] <= at + 20_000_000)
+        },
     );
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!((f(&r["events_built"]), f(&r["events_not_built"]["lost"])), (2000.0, 0.0), "{r}");
-    assert_eq!(fed.len(), 2500);
+    assert_eq!(fed.len(), 2500, "{r}");
     for (k, (row, &(at, bytes))) in fed.iter().zip(&built).enumerate() {
         assert_eq!(row[2], bytes, "event {k}");
         assert!(row[0] >= at && row[0] <= at + 20_000_000, "event {k} reached the SFC at {} ns, built at {at}", row[0]);
