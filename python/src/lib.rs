@@ -192,7 +192,7 @@ fn sweep<'py>(
     if jobs == 0 {
         return Err(PyValueError::new_err("jobs must be at least 1"));
     }
-    let plan = plan_of(path, sets, &vary, repeat, per_event)?;
+    let plan = plan_of(path, sets, &vary, repeat, per_event)?.0;
     let (mut resumed, mut done, mut total) = (0, 0, 0);
     let executed = run_detached(
         py,
@@ -227,9 +227,15 @@ fn sweep<'py>(
     Ok(d)
 }
 
-/// The plan of a sweep of `path` with `sets`, over the axes `vary` (`PATH=LIST` each), every
-/// point's scenario checked.
-fn plan_of(path: PathBuf, sets: Vec<String>, vary: &[String], repeat: u32, per_event: bool) -> PyResult<SweepPlan> {
+/// The plan of a sweep of `path` with `sets`, over the axes `vary` (`PATH=LIST` each), and its
+/// points, every point's scenario checked.
+fn plan_of(
+    path: PathBuf,
+    sets: Vec<String>,
+    vary: &[String],
+    repeat: u32,
+    per_event: bool,
+) -> PyResult<(SweepPlan, Vec<Point>)> {
     if repeat == 0 {
         return Err(PyValueError::new_err("repeat must be at least 1"));
     }
@@ -238,8 +244,8 @@ fn plan_of(path: PathBuf, sets: Vec<String>, vary: &[String], repeat: u32, per_e
         .map(|v| Axis::parse(v).map_err(|e| ScenarioError::new_err(format!("vary {e}"))))
         .collect::<PyResult<Vec<_>>>()?;
     let plan = SweepPlan::single(&path, sets, axes, repeat, per_event);
-    plan.points().map_err(|e| ScenarioError::new_err(format!("{e:#}")))?;
-    Ok(plan)
+    let points = plan.points().map_err(|e| ScenarioError::new_err(format!("{e:#}")))?;
+    Ok((plan, points))
 }
 
 /// A sweep point run in the simulator, as `daqnet sweep` runs it.
@@ -267,9 +273,8 @@ fn sweep_claim(
     repeat: u32,
     per_event: bool,
 ) -> PyResult<(Vec<usize>, usize)> {
-    let plan = plan_of(path, sets, &vary, repeat, per_event)?;
+    let (plan, points) = plan_of(path, sets, &vary, repeat, per_event)?;
     let fail = |e: anyhow::Error| DaqnetError::new_err(format!("{e:#}"));
-    let points = plan.points().map_err(fail)?;
     claim_folder(&plan, &out).map_err(fail)?;
     let todo = pending(&points, &out, Shard::ALL).map_err(fail)?;
     Ok((todo.iter().map(|p| p.meta.index).collect(), points.len()))

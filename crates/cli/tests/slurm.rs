@@ -130,8 +130,11 @@ fn a_slurm_sweep_is_the_local_sweep_and_resumes_after_scancel() {
         assert!(Instant::now() < until, "point 2 never finished");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let id = std::fs::read_to_string(cut.join("slurm/job")).unwrap();
-    let scancel = Command::new("scancel").env("SLURM_CONF", &cluster.conf).arg(format!("{}_2", id.trim())).status();
+    // DIR/slurm/job: the job id, then its shards in all.
+    let job_file = std::fs::read_to_string(cut.join("slurm/job")).unwrap();
+    let id = job_file.split_whitespace().next().unwrap();
+    assert_eq!(job_file, format!("{id} 4\n"));
+    let scancel = Command::new("scancel").env("SLURM_CONF", &cluster.conf).arg(format!("{id}_2")).status();
     assert!(scancel.is_ok_and(|s| s.success()));
     let status = common::wait_exit(&mut job, Duration::from_secs(120));
     let mut err = String::new();

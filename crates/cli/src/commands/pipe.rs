@@ -200,6 +200,5 @@ fn mpi_node(_: &Scenario, _: &str, _: &PipeArgs, _: &mut dyn FnMut(u64, u64)) ->
     anyhow::bail!("{NO_MPI}")
 }
 
-const NO_MPI: &str =
-    "--transport mpi: this daqnet was built without MPI; build it with `cargo build --release --features \
-                      mpi` (needs Open MPI: scripts/mpi-deps.sh installs it)";
+const NO_MPI: &str = "--transport mpi: this daqnet was built without MPI; build it with `cargo build --release \
+                      --features mpi` (needs Open MPI: scripts/mpi-deps.sh installs it)";

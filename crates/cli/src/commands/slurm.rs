@@ -24,6 +24,7 @@ pub struct SlurmArgs {
     pub dry_run: bool,
     /// Run again the points a task recorded as failed.
     pub retry_failed: bool,
+    /// No progress bar or table; only errors.
     pub quiet: bool,
 }
 
@@ -110,6 +111,13 @@ pub fn job_id(answer: &str) -> anyhow::Result<u64> {
     id.parse().map_err(|_| anyhow::anyhow!("sbatch answered `{}`, not a job id", answer.trim()))
 }
 
+/// The job of the sweep, as `DIR/slurm/job` records it: its id and its shards in all.
+fn read_job(file: &Path) -> Option<(u64, usize)> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let mut words = text.split_whitespace();
+    Some((words.next()?.parse().ok()?, words.next()?.parse().ok()?))
+}
+
 /// The points a task recorded as failed: index → reason (`DIR/failed/pNNNN.txt`).
 pub fn failed_points(out: &Path) -> BTreeMap<usize, String> {
     let entries = std::fs::read_dir(out.join("failed")).into_iter().flatten().flatten();
@@ -182,10 +190,10 @@ pub fn run(plan: &SweepPlan, out: &Path, a: &SlurmArgs) -> anyhow::Result<ExitCo
     let job_file = logs.join("job");
     if !a.dry_run {
         sweep::claim_folder(plan, &out)?;
-        if let Some(id) = std::fs::read_to_string(&job_file).ok().and_then(|t| job_id(&t).ok()) {
+        if let Some((id, of)) = read_job(&job_file) {
             if active(id)? {
                 eprintln!("job {id} of this sweep is still in Slurm's queue: waiting for it (scancel {id} stops it)");
-                return wait(plan, &points, &out, id, a);
+                return wait(plan, &points, &out, (id, of), a);
             }
         }
     }
@@ -197,7 +205,7 @@ pub fn run(plan: &SweepPlan, out: &Path, a: &SlurmArgs) -> anyhow::Result<ExitCo
     let by_shard = pending_by_shard(&points, &out, of, &failed)?;
     if by_shard.is_empty() && !a.dry_run {
         eprintln!("every point is done (or recorded failed): nothing to submit");
-        return finish(plan, &points, &out, None, a);
+        return finish(plan, &points, &out, (None, of), a);
     }
     let job = BatchJob {
         shards: by_shard.keys().copied().collect(),
@@ -222,7 +230,7 @@ pub fn run(plan: &SweepPlan, out: &Path, a: &SlurmArgs) -> anyhow::Result<ExitCo
         .map_err(|e| anyhow::anyhow!("cannot run sbatch: {e} (is Slurm's client installed?)"))?;
     anyhow::ensure!(o.status.success(), "sbatch refused the job: {}", String::from_utf8_lossy(&o.stderr).trim());
     let id = job_id(&String::from_utf8_lossy(&o.stdout))?;
-    daqnet_core::output::write_whole(&job_file, format!("{id}\n").as_bytes())?;
+    daqnet_core::output::write_whole(&job_file, format!("{id} {of}\n").as_bytes())?;
     let todo: usize = by_shard.values().map(Vec::len).sum();
     eprintln!(
         "submitted job {id}: {} tasks of {of} shards, {todo} points; script {}, logs {}/task-*.err",
@@ -234,22 +242,32 @@ pub fn run(plan: &SweepPlan, out: &Path, a: &SlurmArgs) -> anyhow::Result<ExitCo
         eprintln!("run this command again to wait for the job and write the table (or to resume it once it ended)");
         return Ok(ExitCode::SUCCESS);
     }
-    wait(plan, &points, &out, id, a)
+    wait(plan, &points, &out, (id, of), a)
 }
 
-/// Waits for job `id` to leave Slurm's queue, showing the points done and rewriting the
-/// table as they come; then judges the job by the folder.
-fn wait(plan: &SweepPlan, points: &[Point], out: &Path, id: u64, a: &SlurmArgs) -> anyhow::Result<ExitCode> {
+/// Waits for job `id` (of `of` shards) to leave Slurm's queue, showing the points done and
+/// rewriting the table as they come; then judges the job by the folder.
+fn wait(
+    plan: &SweepPlan,
+    points: &[Point],
+    out: &Path,
+    (id, of): (u64, usize),
+    a: &SlurmArgs,
+) -> anyhow::Result<ExitCode> {
     let (bar, _) = super::sweep_progress(a.quiet);
     bar.set_length(points.len() as u64);
     let interrupted = daqnet_evb::launcher::interrupted();
-    let done = || points.len() - sweep::pending(points, out, Shard::ALL).map_or(points.len(), |p| p.len());
-    let (mut shown, mut failing_since) = (usize::MAX, None::<Instant>);
+    // Points not done yet, checked once in full; then a point is done once its report is there
+    // (a point's folder is renamed into place whole).
+    let mut left: Vec<usize> = sweep::pending(points, out, Shard::ALL)?.iter().map(|p| p.meta.index).collect();
+    let mut failing_since = None::<Instant>;
+    let mut changed = true;
     loop {
-        let now = done();
-        if now != shown {
-            shown = now;
-            bar.set_position(now as u64);
+        let before = left.len();
+        left.retain(|&i| !sweep::point_dir(out, i).join("report.json").exists());
+        if changed || left.len() != before {
+            changed = false;
+            bar.set_position((points.len() - left.len()) as u64);
             daqnet_study::table::write(out, &plan.axis_paths(), plan.len())?;
         }
         match active(id) {
@@ -271,15 +289,20 @@ fn wait(plan: &SweepPlan, points: &[Point], out: &Path, id: u64, a: &SlurmArgs) 
         std::thread::sleep(Duration::from_millis(500));
     }
     bar.finish_and_clear();
-    finish(plan, points, out, Some(id), a)
+    finish(plan, points, out, (Some(id), of), a)
 }
 
 /// Writes the table and says what is not done: the points tasks recorded as failed (with
 /// their reasons) and the shards whose task ended before its points (with its log's end).
-fn finish(plan: &SweepPlan, points: &[Point], out: &Path, id: Option<u64>, a: &SlurmArgs) -> anyhow::Result<ExitCode> {
+fn finish(
+    plan: &SweepPlan,
+    points: &[Point],
+    out: &Path,
+    (id, of): (Option<u64>, usize),
+    a: &SlurmArgs,
+) -> anyhow::Result<ExitCode> {
     let (table, rows) = daqnet_study::table::write(out, &plan.axis_paths(), plan.len())?;
     let failed = failed_points(out);
-    let of = a.tasks.unwrap_or(points.len().min(MAX_TASKS)).clamp(1, points.len().max(1));
     let unrun = pending_by_shard(points, out, of, &failed)?;
     if !a.quiet {
         print!("{}", super::sweep::overview(&daqnet_study::table::Table::read(&table)?));

@@ -27,9 +27,9 @@ daqnet sweep scenarios/atlas-2015/switch1.toml \\\n    \
 --vary system.credits_per_node=80,240,480,800 --repeat 3 --out out/policies\n\n\
 On Slurm, one array job, one task per shard, the table as the points finish:\n  \
 daqnet sweep FILE --vary ... --slurm --slurm-opt=--partition=short --out out/big\n\
-On another batch system (HTCondor: $(Process)), shard I of N per job into one shared folder:\n  \
-daqnet sweep FILE --vary ... --out out/big     # once, Ctrl-C at once: the folder claimed\n  \
-daqnet sweep resume out/big --shard I/N        # in each job\n\
+On another batch system (HTCondor: $(Process)), shard I of N per job, all into one folder:\n  \
+daqnet sweep FILE --vary ... --shard I/N --out out/big\n  \
+daqnet sweep resume out/big      # afterwards: runs what is missing, writes the table\n\
 or into a folder per shard, then merge:\n  \
 daqnet sweep merge out/s0 out/s1 ... out/s7 --out out/all"
 )]

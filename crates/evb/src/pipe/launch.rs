@@ -184,8 +184,7 @@ pub fn launch(sc: &Scenario, opts: &PipeLaunch) -> anyhow::Result<(RunReport, i3
             lost_events: Vec::new(),
         };
         let r = failed_report(&sc, &opts.origin, fault, watched.finished);
-        daqnet_core::output::write_whole(&report_path, r.to_json().as_bytes())
-            .with_context(|| format!("cannot write {}", report_path.display()))?;
+        write_report(&report_path, &r)?;
         return Ok((r, 1));
     }
     let text =
@@ -193,9 +192,7 @@ pub fn launch(sc: &Scenario, opts: &PipeLaunch) -> anyhow::Result<(RunReport, i3
     let mut report: RunReport = serde_json::from_str(&text).context("node 0's report does not parse")?;
     if let (Some(t), Some((k, _)), Some(p)) = (killed_at, opts.kill, report.pipe.as_mut()) {
         p.lost_nodes.iter_mut().filter(|l| l.node == k).for_each(|l| l.killed_at_s = Some(t));
-        daqnet_core::output::write_whole(&report_path, report.to_json().as_bytes())
-            .with_context(|| format!("cannot write {}", report_path.display()))
-            .context(daqnet_core::output::RunFailed)?;
+        write_report(&report_path, &report)?;
     }
     Ok((report, code))
 }
@@ -266,6 +263,13 @@ fn watch(
         }
         std::thread::sleep(Duration::from_millis(1));
     }
+}
+
+/// Writes the launcher's `report.json` whole; a failure to is a failed run.
+pub(crate) fn write_report(path: &Path, r: &RunReport) -> anyhow::Result<()> {
+    daqnet_core::output::write_whole(path, r.to_json().as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))
+        .context(daqnet_core::output::RunFailed)
 }
 
 /// The report of a run that ended with `fault` and without node 0's report: the event

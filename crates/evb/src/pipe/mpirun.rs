@@ -12,7 +12,7 @@
 //! names the ranks it finds stopped and ends the job. When no node 0 report comes, the watcher
 //! writes one: node 0's settled events lost with it, the rest abandoned.
 
-use super::launch::{clean, epoch_at, failed_report};
+use super::launch::{clean, epoch_at, failed_report, write_report};
 use crate::launcher::{hang_after, owned_by_caller, prepare_out, Silence};
 use crate::role::SupervisorLine;
 use anyhow::Context;
@@ -198,12 +198,9 @@ pub fn launch(sc: &Scenario, opts: &MpiLaunch) -> anyhow::Result<(RunReport, i32
             r
         }
         Err(_) => {
-            let fault = fault.unwrap_or_else(|| FaultRecord {
-                at_s: w.at_s,
-                role: "node 0".into(),
-                noticed_by: "launcher".into(),
-                reason: format!("mpirun ended ({}) without a report; the ranks' errors, if any, are above", w.status),
-                lost_events: Vec::new(),
+            let fault = fault.unwrap_or_else(|| {
+                let why = format!("mpirun ended ({}) without a report; the ranks' errors, if any, are above", w.status);
+                self::fault(&sc, 0, "launcher", why, w.at_s)
             });
             let mut r = failed_report(&sc, &opts.origin, fault, w.finished);
             r.interrupted = w.interrupted;
@@ -226,12 +223,6 @@ fn clear_stage(stage: &std::path::Path) -> anyhow::Result<()> {
         }
         _ => Ok(()),
     }
-}
-
-fn write_report(path: &std::path::Path, r: &RunReport) -> anyhow::Result<()> {
-    daqnet_core::output::write_whole(path, r.to_json().as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))
-        .context(daqnet_core::output::RunFailed)
 }
 
 fn fault(sc: &Scenario, k: u32, noticed_by: &str, reason: String, at_s: f64) -> FaultRecord {
@@ -437,13 +428,8 @@ impl Watcher<'_> {
             } else {
                 format!("no progress within deploy.startup_timeout_ms ({} ms)", self.sc.deploy.startup_timeout_ms)
             };
-            self.w.fault = Some(FaultRecord {
-                at_s: self.at_s(),
-                role: "node 0".into(),
-                noticed_by: "launcher".into(),
-                reason: format!("{what}: stopped or hung; the job is killed"),
-                lost_events: Vec::new(),
-            });
+            let why = format!("{what}: stopped or hung; the job is killed");
+            self.w.fault = Some(fault(self.sc, 0, "launcher", why, self.at_s()));
             self.ending = Some(kill_now(job));
         }
     }
