@@ -166,6 +166,7 @@ fn quick_studies_produce_figures() {
     assert_eq!(
         names,
         [
+            "daq-nets",
             "daqpipe",
             "daqpipe-lossless",
             "fabric",

@@ -14,6 +14,7 @@ use daqnet_core::dataflow::{
     Supervisor,
 };
 use daqnet_core::report::{EventRecord, Measure, NotBuilt, RunReport, Track};
+use daqnet_core::scenario::StartupOrder;
 use daqnet_core::workload::FragmentSizes;
 use daqnet_core::{ConnId, EventId, Layout, Nanos, NodeId, PuId, ReadoutId, Scenario, Side};
 use daqnet_fabric::network::NetworkPlan;
@@ -79,6 +80,7 @@ struct EventBuilderWorld<'a> {
     total: u64,
     opts: SimOptions<'a>,
     seed: u64,
+    startup: StartupOrder,
     faults: Option<Faults>,
 }
 
@@ -160,6 +162,7 @@ impl<'a> World<'a> for EventBuilderWorld<'a> {
             faults,
             opts,
             seed,
+            startup: sys.supervisor.startup,
         }
     }
 
@@ -169,7 +172,7 @@ impl<'a> World<'a> for EventBuilderWorld<'a> {
             self.q.schedule(t, Ev::App(AppEv::SupervisorWake));
         }
         // Every unit starts waiting for work; the supervisor hears of them after the control delay.
-        for pu in startup_order(self.seed, self.layout.total_pus()) {
+        for pu in startup_order(self.seed, self.layout.total_pus(), self.startup) {
             self.q.schedule(self.control_delay, Ev::App(AppEv::Ready { pu }));
         }
         for (at, fault) in self.faults.iter().flat_map(Faults::schedule) {

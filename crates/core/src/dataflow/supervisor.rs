@@ -3,7 +3,7 @@
 
 use super::Assignment;
 use crate::ids::Layout;
-use crate::scenario::{Policy, Rate};
+use crate::scenario::{Policy, Rate, StartupOrder};
 use crate::workload::{rng_for, Stream};
 use crate::{EventId, Nanos, PuId, NS_PER_S};
 use rand::Rng;
@@ -39,15 +39,17 @@ pub struct Supervisor {
 }
 
 /// The order in which the processing units of a fresh system first ask for work: a seeded
-/// shuffle (units start up in no particular order). Every substrate uses it.
-pub fn startup_order(seed: u64, total_pus: u32) -> Vec<PuId> {
-    let mut order: Vec<PuId> = (0..total_pus).map(PuId).collect();
-    let mut rng = rng_for(seed, Stream::Supervisor, &[u64::MAX]);
-    for i in (1..order.len()).rev() {
-        let j = rng.random_range(0..=i);
-        order.swap(i, j);
+/// shuffle (units start up in no particular order) or node by node. Every substrate uses it.
+pub fn startup_order(seed: u64, total_pus: u32, order: StartupOrder) -> Vec<PuId> {
+    let mut units: Vec<PuId> = (0..total_pus).map(PuId).collect();
+    if order == StartupOrder::Shuffled {
+        let mut rng = rng_for(seed, Stream::Supervisor, &[u64::MAX]);
+        for i in (1..units.len()).rev() {
+            let j = rng.random_range(0..=i);
+            units.swap(i, j);
+        }
     }
-    order
+    units
 }
 
 impl Supervisor {
@@ -272,6 +274,17 @@ mod tests {
         assert_ne!(got, vec![0, 1, 2, 3, 4, 5], "a seeded shuffle of 6 is not the identity for this seed");
         got.sort_unstable();
         assert_eq!(got, vec![0, 1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn units_start_shuffled_or_node_by_node() {
+        let by_node = startup_order(7, 48, StartupOrder::ByNode);
+        assert_eq!(by_node, (0..48).map(PuId).collect::<Vec<_>>());
+        let mut shuffled = startup_order(7, 48, StartupOrder::Shuffled);
+        assert_ne!(shuffled, by_node);
+        assert_eq!(shuffled, startup_order(7, 48, StartupOrder::Shuffled), "seeded");
+        shuffled.sort_unstable();
+        assert_eq!(shuffled, by_node, "a permutation of every unit");
     }
 
     #[test]

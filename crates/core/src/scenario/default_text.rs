@@ -31,6 +31,7 @@ readout_service_jitter_ns = "400us"  # plus a uniform extra delay in [0, this), 
 rate_hz = 750.0              # events assigned per second, or "unbounded" (whenever a unit asks)
 policy = "fcfs"              # fcfs | random | node_round_robin | node_load_balance | pu_round_robin
 control_delay_ns = "50us"    # supervisor <-> processing unit message latency (off the data network)
+startup = "shuffled"          # order of the units' first requests for work: shuffled | by_node (node by node)
 
 [network]
 topology = "two_tier"        # "star": one switch ([network.switch]); "two_tier": access switches + core;

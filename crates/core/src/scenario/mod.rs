@@ -106,6 +106,31 @@ pub struct SupervisorConfig {
     /// work), in ns. They are tiny and are not put on the simulated data network.
     #[serde(deserialize_with = "de_ns")]
     pub control_delay_ns: u64,
+    /// The order in which the processing units of a fresh system first ask for work:
+    /// `shuffled` (default) or `by_node`.
+    #[serde(skip_serializing_if = "StartupOrder::is_shuffled")]
+    pub startup: StartupOrder,
+}
+
+/// The order of the processing units' first requests for work. The FCFS queue keeps it for as
+/// long as the units' cycles (collection + processing) stay alike, so it shapes how often two
+/// events land on one node in a short interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StartupOrder {
+    /// A seeded shuffle: the units come up in no particular order.
+    #[default]
+    Shuffled,
+    /// Node by node, the units of a node consecutive: every node's units come up together, as
+    /// when each node's data-collection manager starts its units at once.
+    ByNode,
+}
+
+impl StartupOrder {
+    /// The default (left out of written scenarios, so reports without it stay as they were).
+    pub fn is_shuffled(&self) -> bool {
+        *self == StartupOrder::Shuffled
+    }
 }
 
 /// Event assignment policies of [ATLAS-DC] §7.1.
@@ -653,7 +678,12 @@ impl Default for System {
 
 impl Default for SupervisorConfig {
     fn default() -> Self {
-        SupervisorConfig { rate_hz: Rate::Hz(750.0), policy: Policy::Fcfs, control_delay_ns: 50_000 }
+        SupervisorConfig {
+            rate_hz: Rate::Hz(750.0),
+            policy: Policy::Fcfs,
+            control_delay_ns: 50_000,
+            startup: StartupOrder::Shuffled,
+        }
     }
 }
 

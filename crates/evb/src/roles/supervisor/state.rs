@@ -100,7 +100,7 @@ impl RunState {
             sc.run.seed,
         );
         sup.start(t0);
-        for pu in startup_order(sc.run.seed, layout.total_pus()) {
+        for pu in startup_order(sc.run.seed, layout.total_pus(), sys.supervisor.startup) {
             sup.on_ready(pu);
         }
         let events = total.unwrap_or(u64::MAX);
