@@ -143,6 +143,7 @@ pub fn run(a: PlotArgs) -> anyhow::Result<ExitCode> {
         ylabel: a.ylabel,
         size: a.size,
         dpi: a.dpi,
+        reference: Vec::new(),
     };
     if kind == Kind::Series {
         daqnet_study::plot::series::draw(&a.table, &spec, a.window, &a.output)?;

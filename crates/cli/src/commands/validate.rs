@@ -307,6 +307,7 @@ pub fn run(a: ValidateArgs) -> anyhow::Result<ExitCode> {
         ylabel: Some(ylabel.into()),
         size: (1000, 640),
         dpi: 96,
+        reference: Vec::new(),
     };
     draw(&table, &spec(Kind::Box, "latency", "data-collection latency (ms)"), &out.join("latency.png"))?;
     draw(&table, &spec(Kind::Line, "share_ge_100ms", "share of events ≥ 100 ms"), &out.join("slow-events.png"))?;

@@ -72,6 +72,22 @@ pub struct PlotSpec {
     /// Resolution of a PNG: 96 draws `size` pixels, 192 twice as many, text and lines alike.
     #[serde(default = "default_dpi")]
     pub dpi: u32,
+    /// A source document's values, each drawn as its own marked series beside daqnet's (box
+    /// and line figures with a numeric x axis).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reference: Vec<Reference>,
+}
+
+/// Values a source document gives for a figure: black open marks (a triangle, then a cross,
+/// a square…) named in the legend, so that a reader compares without looking them up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reference {
+    /// Legend name, citing the source (`"[ATLAS-DC] Fig. 13a"`).
+    pub name: String,
+    /// `[x, y]` pairs in the table's units (x before `x_scale`; y as the figure's y column,
+    /// milliseconds for latency).
+    pub points: Vec<[f64; 2]>,
 }
 
 fn default_y() -> String {
@@ -180,6 +196,17 @@ pub fn draw(table: &Table, spec: &PlotSpec, out: &Path) -> anyhow::Result<()> {
     };
     if spec.log_x && axis.categories.is_some() {
         bail!("--log-x needs a numeric x column; `{}` has values like `{}`", spec.x, cells[0]);
+    }
+    if !spec.reference.is_empty() {
+        if matches!(spec.kind, Kind::Hist | Kind::Series) {
+            bail!("reference values go on box and line figures, not on `{:?}`", spec.kind);
+        }
+        if axis.categories.is_some() {
+            bail!("reference values need a numeric x column; `{}` has values like `{}`", spec.x, cells[0]);
+        }
+        if let Some(r) = spec.reference.iter().find(|r| r.points.is_empty()) {
+            bail!("reference `{}` has no points", r.name);
+        }
     }
     let data = match spec.kind {
         Kind::Series => bail!("--kind series draws a run's trace: give the run's folder (daqnet sim … --trace …)"),
@@ -374,4 +401,55 @@ fn latencies_ms(dir: &Path) -> anyhow::Result<Vec<f64>> {
     .with_context(|| format!("{} is damaged", path.display()))?;
     let buckets = crate::columnar::latency_buckets(&report).with_context(|| format!("{}", path.display()))?;
     Ok(buckets.into_iter().flat_map(|(_, high, n)| std::iter::repeat_n(high, n as usize)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sweep table of one series over x = 1, 2, 4 in a fresh folder.
+    fn table(name: &str) -> (std::path::PathBuf, Table) {
+        let dir = std::env::temp_dir().join(format!("daqnet-plot-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let csv = "point,series,repeat,seed,spines,goodput_bps\n0,a,0,1,1,5e9\n1,a,0,1,2,9e9\n2,a,0,1,4,17e9\n";
+        std::fs::write(dir.join("table.csv"), csv).unwrap();
+        let t = Table::read(&dir.join("table.csv")).unwrap();
+        (dir, t)
+    }
+
+    fn spec(extra: &str) -> PlotSpec {
+        toml::from_str(&format!("kind = \"line\"\nx = \"spines\"\ny = \"goodput_bps\"\n{extra}")).unwrap()
+    }
+
+    #[test]
+    fn a_sources_values_are_their_own_marked_series() {
+        let (dir, t) = table("reference");
+        let triangles = |svg: &str| svg.matches("<polygon").count();
+        draw(&t, &spec(""), &dir.join("plain.svg")).unwrap();
+        let plain = std::fs::read_to_string(dir.join("plain.svg")).unwrap();
+        let refs = r#"reference = [{ name = "[SRC] Fig. 1", points = [[1, 6e9], [4, 16e9]] }, { name = "[SRC] Fig. 2", points = [[2, 8e9]] }]"#;
+        draw(&t, &spec(refs), &dir.join("refs.svg")).unwrap();
+        let with = std::fs::read_to_string(dir.join("refs.svg")).unwrap();
+        assert!(with.contains("[SRC] Fig. 1") && with.contains("[SRC] Fig. 2"), "both named in the legend");
+        // Two triangles on the chart and one in the legend; the second source is drawn as crosses.
+        assert_eq!(triangles(&with), triangles(&plain) + 3);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn reference_values_that_cannot_be_drawn_are_refused() {
+        let (dir, t) = table("bad-reference");
+        let out = dir.join("x.svg");
+        let none = r#"reference = [{ name = "[SRC]", points = [] }]"#;
+        let e = draw(&t, &spec(none), &out).unwrap_err().to_string();
+        assert!(e.contains("reference `[SRC]` has no points"), "{e}");
+        let on_hist = r#"kind = "hist""#.to_string() + "\n" + r#"reference = [{ name = "[SRC]", points = [[1, 2]] }]"#;
+        let hist: PlotSpec = toml::from_str(&format!("x = \"spines\"\n{on_hist}")).unwrap();
+        let e = draw(&t, &hist, &out).unwrap_err().to_string();
+        assert!(e.contains("reference values go on box and line figures"), "{e}");
+        let by_series = spec(r#"reference = [{ name = "[SRC]", points = [[1, 2]] }]"#);
+        let e = draw(&t, &PlotSpec { x: "series".into(), ..by_series }, &out).unwrap_err().to_string();
+        assert!(e.contains("need a numeric x column"), "{e}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }

@@ -69,6 +69,13 @@ pub struct Figure<'a> {
     pub labels: Labels,
 }
 
+impl Figure<'_> {
+    /// The reference values as drawn: x scaled like the data's.
+    fn references(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        self.spec.reference.iter().flat_map(|r| r.points.iter().map(|[x, y]| (x * self.spec.x_scale, *y)))
+    }
+}
+
 /// Draws `f` into `out` in `format`.
 pub fn figure(format: Format, out: &Path, f: &Figure) -> anyhow::Result<()> {
     register_font();
@@ -140,7 +147,7 @@ where
             )
             .map_err(err)?;
     }
-    let names = f.data.named();
+    let names: Vec<&str> = f.data.named().into_iter().chain(f.spec.reference.iter().map(|r| r.name.as_str())).collect();
     let longest = names.iter().map(|n| n.chars().count()).chain(f.labels.group.iter().map(|g| g.chars().count())).max();
     let legend_w = match longest {
         Some(c) if !names.is_empty() => px(40.0 + 8.2 * c.min(40) as f64),
@@ -154,10 +161,47 @@ where
     root.present().map_err(err)
 }
 
-/// How each series is drawn, for the legend: its colour and whether it is a line or a marker.
+/// How each series is drawn, for the legend.
 struct SeriesStyle {
     color: RGBColor,
-    line: bool,
+    mark: Mark,
+}
+
+/// A series' mark in the legend.
+#[derive(Clone, Copy)]
+enum Mark {
+    /// A dense curve.
+    Line,
+    /// daqnet's points.
+    Dot,
+    /// The i-th source document's values ([`open_mark`]).
+    Open(usize),
+}
+
+/// Binds `$e` to the i-th reference series' mark at `$at` — an open triangle, cross, square or
+/// circle of radius `$r` — and evaluates `$draw` (each shape is its own type).
+macro_rules! open_mark {
+    ($i:expr, $at:expr, $r:expr, $style:expr, |$e:ident| $draw:expr) => {{
+        let (at, r, style) = ($at, $r, $style);
+        match $i % 4 {
+            0 => {
+                let $e = EmptyElement::at(at) + TriangleMarker::new((0, 0), r + r / 3, style);
+                $draw
+            }
+            1 => {
+                let $e = EmptyElement::at(at) + Cross::new((0, 0), r, style);
+                $draw
+            }
+            2 => {
+                let $e = EmptyElement::at(at) + Rectangle::new([(-r, -r), (r, r)], style);
+                $draw
+            }
+            _ => {
+                let $e = EmptyElement::at(at) + Circle::new((0, 0), r, style);
+                $draw
+            }
+        }
+    }};
 }
 
 fn draw_legend<DB: DrawingBackend>(
@@ -176,10 +220,13 @@ fn draw_legend<DB: DrawingBackend>(
     }
     for (name, s) in names.iter().zip(styles) {
         let mid = y + px(8.0);
-        if s.line {
-            area.draw(&PathElement::new(vec![(px(8.0), mid), (px(30.0), mid)], s.color.stroke_width(px(2.0) as u32)))?;
-        } else {
-            area.draw(&Circle::new((px(19.0), mid), px(5.0), s.color.filled()))?;
+        match s.mark {
+            Mark::Line => area
+                .draw(&PathElement::new(vec![(px(8.0), mid), (px(30.0), mid)], s.color.stroke_width(px(2.0) as u32)))?,
+            Mark::Dot => area.draw(&Circle::new((px(19.0), mid), px(5.0), s.color.filled()))?,
+            Mark::Open(i) => {
+                open_mark!(i, (px(19.0), mid), px(5.0), s.color.stroke_width(px(2.0) as u32), |e| area.draw(&e))?
+            }
         }
         area.draw_text(name, &text, (px(38.0), y))?;
         y += px(22.0);
@@ -187,10 +234,10 @@ fn draw_legend<DB: DrawingBackend>(
     Ok(())
 }
 
-/// The data's x and y ranges (finite values only).
-fn bounds(data: &Data) -> ((f64, f64), (f64, f64)) {
-    let (mut xs, mut ys) = (Vec::new(), Vec::new());
-    match data {
+/// The x and y ranges of the data and the reference values (finite values only).
+fn bounds(f: &Figure) -> ((f64, f64), (f64, f64)) {
+    let (mut xs, mut ys): (Vec<f64>, Vec<f64>) = f.references().unzip();
+    match f.data {
         Data::Boxes(g) => g.iter().flat_map(|(_, v)| v).for_each(|s| {
             xs.push(s.x);
             ys.extend([s.p1, s.p99, s.mean]);
@@ -227,8 +274,10 @@ fn pad((lo, hi): (f64, f64), log: bool, decades: bool, min_positive: f64) -> (f6
 }
 
 /// The x values a figure's data sits at, when they are few enough to tick each (a sweep's
-/// buffer sizes: 100 kB, 200 kB, 400 kB…); None for a histogram or a dense axis.
-fn x_keys(data: &Data, kind: Kind) -> Option<Vec<f64>> {
+/// buffer sizes: 100 kB, 200 kB, 400 kB…); None for a histogram or a dense axis. A value
+/// closer to the previous tick than a twenty-fifth of the axis (14 beside 16 on a log axis from 2
+/// to 128) gets no tick of its own, so that labels never run together.
+fn x_keys(data: &Data, kind: Kind, log: bool) -> Option<Vec<f64>> {
     let mut xs: Vec<f64> = match data {
         Data::Boxes(g) => g.iter().flat_map(|(_, v)| v.iter().map(|s| s.x)).collect(),
         Data::Lines(_) if matches!(kind, Kind::Hist | Kind::Series) => return None,
@@ -237,7 +286,18 @@ fn x_keys(data: &Data, kind: Kind) -> Option<Vec<f64>> {
     xs.retain(|x| *x > 0.0);
     xs.sort_by(f64::total_cmp);
     xs.dedup();
-    (xs.len() <= 12).then_some(xs)
+    if xs.len() > 12 {
+        return None;
+    }
+    let at = |x: f64| if log { x.ln() } else { x };
+    let span = at(*xs.last()?) - at(xs[0]);
+    let mut keys: Vec<f64> = Vec::with_capacity(xs.len());
+    for x in xs {
+        if keys.last().is_none_or(|&k| at(x) - at(k) >= span / 25.0) {
+            keys.push(x);
+        }
+    }
+    Some(keys)
 }
 
 fn min_positive(data: &Data, of_x: bool) -> f64 {
@@ -272,12 +332,12 @@ where
 {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow::anyhow!("drawing failed: {e:?}");
     let spec = f.spec;
-    let (xr, yr) = bounds(f.data);
+    let (xr, yr) = bounds(f);
     let width = match f.data {
         Data::Boxes(g) => box_width(&g.iter().flat_map(|(_, v)| v.iter().map(|s| s.x)).collect::<Vec<_>>(), spec.log_x),
         Data::Lines(_) => 0.0,
     };
-    let keys = x_keys(f.data, spec.kind);
+    let keys = x_keys(f.data, spec.kind, spec.log_x);
     let (x0, x1) = match &f.axis.categories {
         Some(c) => (0.5, c.len() as f64 + 0.5),
         None if width > 0.0 && spec.log_x => (xr.0 * (-0.6 * width).exp(), xr.1 * (0.6 * width).exp()),
@@ -288,7 +348,7 @@ where
     let x_ticks = || keys.clone().unwrap_or_else(|| axis::log_ticks(x0, x1));
     let px = |v: f64| (v * k).round() as u32;
     let mut b = ChartBuilder::on(&area);
-    b.margin(px(18.0)).x_label_area_size(px(55.0)).y_label_area_size(px(80.0));
+    b.margin(px(18.0)).x_label_area_size(px(55.0)).y_label_area_size(px(92.0));
     if let Some(t) = &spec.title {
         b.caption(t, ("sans-serif", px(22.0) as i32));
     }
@@ -345,10 +405,20 @@ impl Chart<'_> {
         });
         mesh.y_labels(if spec.log_y { 30 } else { 10 });
         mesh.draw().map_err(err)?;
-        match f.data {
-            Data::Boxes(groups) => self.boxes(&mut c, groups).map_err(err),
-            Data::Lines(groups) => self.lines(&mut c, groups).map_err(err),
+        let mut styles = match f.data {
+            Data::Boxes(groups) => self.boxes(&mut c, groups).map_err(err)?,
+            Data::Lines(groups) => self.lines(&mut c, groups).map_err(err)?,
+        };
+        let (r, stroke) = ((5.0 * self.k).round() as i32, ((2.0 * self.k).round() as u32).max(1));
+        for (i, reference) in spec.reference.iter().enumerate() {
+            let scaled = reference.points.iter().map(|[x, y]| (x * spec.x_scale, *y));
+            let shown = scaled.filter(|&(x, y)| (!spec.log_x || x > 0.0) && (!spec.log_y || y > 0.0));
+            for p in shown {
+                open_mark!(i, p, r, BLACK.stroke_width(stroke), |e| c.draw_series(std::iter::once(e)).map_err(err))?;
+            }
+            styles.push(SeriesStyle { color: BLACK, mark: Mark::Open(i) });
         }
+        Ok(styles)
     }
 
     fn boxes<'c, DB, X, Y>(
@@ -404,7 +474,7 @@ impl Chart<'_> {
             ))?;
             let r = (4.0 * self.k).round() as i32;
             c.draw_series(stats.iter().map(|s| Circle::new((at(s.x, 0.0), s.mean), r, color.filled())))?;
-            styles.push(SeriesStyle { color, line: false });
+            styles.push(SeriesStyle { color, mark: Mark::Dot });
         }
         Ok(styles)
     }
@@ -456,8 +526,28 @@ impl Chart<'_> {
                 let r = (3.5 * self.k).round() as i32;
                 c.draw_series(runs.concat().into_iter().map(|p| Circle::new(p, r, color.filled())))?;
             }
-            styles.push(SeriesStyle { color, line: curve });
+            styles.push(SeriesStyle { color, mark: if curve { Mark::Line } else { Mark::Dot } });
         }
         Ok(styles)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plot::Point;
+
+    #[test]
+    fn ticks_at_the_sweeps_values_never_run_together() {
+        let at = |xs: &[f64]| {
+            let pts = xs.iter().map(|&x| Point { x, y: 1.0, spread: None }).collect();
+            Data::Lines(vec![(String::new(), pts)])
+        };
+        let nodes = at(&[2.0, 3.0, 4.0, 8.0, 14.0, 16.0, 32.0, 64.0, 128.0]);
+        // On a log axis from 2 to 128, 16 is a ninth of a decade from 14: no tick of its own.
+        assert_eq!(x_keys(&nodes, Kind::Line, true), Some(vec![2.0, 3.0, 4.0, 8.0, 14.0, 32.0, 64.0, 128.0]));
+        // On a linear axis the small values crowd instead.
+        assert_eq!(x_keys(&nodes, Kind::Line, false), Some(vec![2.0, 8.0, 14.0, 32.0, 64.0, 128.0]));
+        assert_eq!(x_keys(&at(&[1.0, 2.0, 4.0]), Kind::Line, false), Some(vec![1.0, 2.0, 4.0]));
     }
 }
