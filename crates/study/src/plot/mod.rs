@@ -133,10 +133,11 @@ enum Data {
 }
 
 impl Data {
-    fn named(&self) -> Vec<&str> {
+    /// Each group's name, in drawing order (empty for the one group of an ungrouped figure).
+    fn names(&self) -> Vec<&str> {
         match self {
-            Data::Boxes(g) => g.iter().map(|(n, _)| n.as_str()).filter(|n| !n.is_empty()).collect(),
-            Data::Lines(g) => g.iter().map(|(n, _)| n.as_str()).filter(|n| !n.is_empty()).collect(),
+            Data::Boxes(g) => g.iter().map(|(n, _)| n.as_str()).collect(),
+            Data::Lines(g) => g.iter().map(|(n, _)| n.as_str()).collect(),
         }
     }
 
@@ -433,6 +434,9 @@ mod tests {
         assert!(with.contains("[SRC] Fig. 1") && with.contains("[SRC] Fig. 2"), "both named in the legend");
         // Two triangles on the chart and one in the legend; the second source is drawn as crosses.
         assert_eq!(triangles(&with), triangles(&plain) + 3);
+        // The ungrouped data has no legend entry: its three dots and no more.
+        let dots = |svg: &str| svg.matches("<circle").count();
+        assert_eq!((dots(&plain), dots(&with)), (3, 3));
         let _ = std::fs::remove_dir_all(dir);
     }
 

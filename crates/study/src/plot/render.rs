@@ -147,16 +147,20 @@ where
             )
             .map_err(err)?;
     }
-    let names: Vec<&str> = f.data.named().into_iter().chain(f.spec.reference.iter().map(|r| r.name.as_str())).collect();
-    let longest = names.iter().map(|n| n.chars().count()).chain(f.labels.group.iter().map(|g| g.chars().count())).max();
+    // Every series drawn, in order: the data's groups, then the sources' values. An unnamed
+    // group (an ungrouped figure) has no legend entry.
+    let names: Vec<&str> = f.data.names().into_iter().chain(f.spec.reference.iter().map(|r| r.name.as_str())).collect();
+    let named = || names.iter().filter(|n| !n.is_empty());
+    let longest = named().map(|n| n.chars().count()).chain(f.labels.group.iter().map(|g| g.chars().count())).max();
     let legend_w = match longest {
-        Some(c) if !names.is_empty() => px(40.0 + 8.2 * c.min(40) as f64),
+        Some(c) if named().next().is_some() => px(40.0 + 8.2 * c.min(40) as f64),
         _ => 0,
     };
     let (chart, legend) = main.split_horizontally(w as i32 - legend_w);
     let styles = chart_area(chart, f, k)?;
     if legend_w > 0 {
-        draw_legend(&legend, f, &names, &styles, k).map_err(err)?;
+        let entries: Vec<(&str, SeriesStyle)> = names.into_iter().zip(styles).filter(|(n, _)| !n.is_empty()).collect();
+        draw_legend(&legend, f, &entries, k).map_err(err)?;
     }
     root.present().map_err(err)
 }
@@ -174,7 +178,7 @@ enum Mark {
     Line,
     /// daqnet's points.
     Dot,
-    /// The i-th source document's values ([`open_mark`]).
+    /// The i-th source document's values (`open_mark!`).
     Open(usize),
 }
 
@@ -207,8 +211,7 @@ macro_rules! open_mark {
 fn draw_legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     f: &Figure,
-    names: &[&str],
-    styles: &[SeriesStyle],
+    entries: &[(&str, SeriesStyle)],
     k: f64,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let px = |v: f64| (v * k).round() as i32;
@@ -218,7 +221,7 @@ fn draw_legend<DB: DrawingBackend>(
         area.draw_text(g, &("sans-serif", px(15.0)).into_text_style(area).color(&BLACK.mix(0.7)), (px(8.0), y))?;
         y += px(24.0);
     }
-    for (name, s) in names.iter().zip(styles) {
+    for (name, s) in entries {
         let mid = y + px(8.0);
         match s.mark {
             Mark::Line => area
