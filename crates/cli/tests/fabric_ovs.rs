@@ -38,10 +38,11 @@ fn the_event_builder_runs_through_open_vswitch_and_survives_a_spine_failure() {
     let _g = common::serial();
     let out = out_dir("fabric-ovs");
     let d = out.display().to_string();
-    // Every link at 25 Mb/s, half the scenario's: ovs-vswitchd forwards every bridge in one
-    // thread (100 % of a CPU at 270 Mb/s), and at 50 Mb/s the planned 188 Mb/s reached 184–185
-    // (98 %) on one machine but only 158–171 (84–91 %) on another with the same two cores.
-    // At half the rate the plan is 94 Mb/s; a run that falls below 90 % of it fell behind.
+    // Every link at 12.5 Mb/s, a quarter of the scenario's: ovs-vswitchd forwards every bridge
+    // in one thread, and its cost per frame differs from machine to machine: at 50 Mb/s the
+    // planned 188 Mb/s reached 184–185 (98 %) on one machine and 158–171 (84–91 %) on another;
+    // on a third, 25 Mb/s reached 79.6 of 94 planned (85 %) with ovs-vswitchd at 88 % of a CPU,
+    // and 12.5 Mb/s reached 46.3 of 47.1 (98 %). A run below 90 % of the plan fell behind.
     let r = paced(
         || {
             let o = daqnet(&[
@@ -51,15 +52,15 @@ fn the_event_builder_runs_through_open_vswitch_and_survives_a_spine_failure() {
                 "--out",
                 &d,
                 "--set",
-                "run.events=600",
+                "run.events=400",
                 "--set",
-                "network.readout_link_bps=25M",
+                "network.readout_link_bps=12500k",
                 "--set",
-                "network.node_link_bps=25M",
+                "network.node_link_bps=12500k",
                 "--set",
-                "network.fabric.rack_uplink_bps=25M",
+                "network.fabric.rack_uplink_bps=12500k",
                 "--set",
-                "network.fabric.spine_link_bps=25M",
+                "network.fabric.spine_link_bps=12500k",
                 "--fail",
                 "p0-spine0@1.5s",
             ]);
@@ -69,7 +70,7 @@ fn the_event_builder_runs_through_open_vswitch_and_survives_a_spine_failure() {
         |r| r["goodput_bps"].as_f64().unwrap() > 0.9 * r["fabric"]["planned_goodput_bps"].as_f64().unwrap(),
     );
     assert!(r["goodput_bps"].as_f64().unwrap() > 0.9 * r["fabric"]["planned_goodput_bps"].as_f64().unwrap(), "{r}");
-    assert_eq!(r["events_built"], 600, "{r}");
+    assert_eq!(r["events_built"], 400, "{r}");
     let not_built = &r["events_not_built"];
     assert_eq!((not_built["timed_out"].as_u64(), not_built["lost"].as_u64()), (Some(0), Some(0)), "{r}");
     let fabric = &r["fabric"];
