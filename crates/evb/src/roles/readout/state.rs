@@ -195,7 +195,10 @@ impl ReadoutState {
                 continue;
             };
             if !self.collectors.contains(&r.node) {
-                return Err(self.fail(RoleError::NotConnected { node: r.node }));
+                // The collector went away with a response owed to it: its fault, noticed here
+                // (the supervisor may not have heard of it yet).
+                let lost = RoleError::NotConnected { node: r.node };
+                return Err(self.fail_blaming(RoleId::Collector(r.node), lost));
             }
             let body = RESPONSE_HEAD_BYTES + held.fragments.iter().map(|f| f.len()).sum::<usize>();
             if body as u64 > self.max_frame_bytes {
@@ -211,8 +214,12 @@ impl ReadoutState {
 
     /// `e` ends the run: a fatal fault naming this readout unit goes to the supervisor first.
     fn fail(&mut self, e: RoleError) -> RoleError {
-        let fault =
-            Message::Fault { culprit: RoleId::Readout(self.me), fatal: true, event: None, detail: e.to_string() };
+        self.fail_blaming(RoleId::Readout(self.me), e)
+    }
+
+    /// `e`, caused by `culprit`, ends the run: a fatal fault naming it goes to the supervisor.
+    fn fail_blaming(&mut self, culprit: RoleId, e: RoleError) -> RoleError {
+        let fault = Message::Fault { culprit, fatal: true, event: None, detail: e.to_string() };
         self.out.push_back(Output::ToSupervisor(fault));
         e
     }
@@ -299,6 +306,23 @@ mod tests {
         assert_eq!(s.on_joined(NodeId(1)), Err(RoleError::AlreadyConnected(NodeId(1))));
         assert_eq!(s.on_joined(NodeId(7)), Err(RoleError::UnknownCollector(NodeId(7))));
         assert_eq!(RoleError::UnknownCollector(NodeId(7)).to_string(), "collector 7 is not in this scenario");
+    }
+
+    #[test]
+    fn a_response_owed_to_a_collector_that_went_away_is_the_collectors_fault() {
+        // A killed collector: its connection closes here before the supervisor hears of it;
+        // the fault this unit reports names the collector, not itself.
+        let mut s = state();
+        s.handle(0, Input::Supervisor(Message::Start { events: 10 })).unwrap();
+        s.on_joined(NodeId(1)).unwrap();
+        s.generate_next();
+        s.handle(10, request(0, 1)).unwrap();
+        s.handle(20, Input::CollectorLost(NodeId(1))).unwrap();
+        assert_eq!(s.handle(110, Input::Due), Err(RoleError::NotConnected { node: NodeId(1) }));
+        assert!(matches!(
+            s.poll(),
+            Some(Output::ToSupervisor(Message::Fault { culprit: RoleId::Collector(NodeId(1)), fatal: true, .. }))
+        ));
     }
 
     #[test]
