@@ -178,6 +178,7 @@ fn quick_studies_produce_figures() {
             "lossless-fig5",
             "remedies",
             "subfarm",
+            "subfarm-host",
             "switch1-lossless"
         ]
     );

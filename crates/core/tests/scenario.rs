@@ -251,6 +251,26 @@ fn a_polling_cycle_needs_a_burst_and_an_edge_bus_a_buffer_for_a_frame() {
 }
 
 #[test]
+fn a_host_cpu_is_checked_field_by_field() {
+    let star = "[network]\ntopology = \"star\"\n";
+    let e = err(star, &["network.host_cpu.cores=0", "network.host_cpu.ring_frames=0"]);
+    assert!(e.contains("field `network.host_cpu.cores`: is 0; must be 1 ..= 1024"), "{e}");
+    assert!(e.contains("field `network.host_cpu.ring_frames`: is 0; must be at least 1"), "{e}");
+    let e = err(star, &["network.host_cpu.coalesce_frames=0"]);
+    assert!(e.contains("field `network.host_cpu.coalesce_frames`: is 0; must be at least 1"), "{e}");
+    let e = err(star, &["network.host_cpu.hosts=[\"node99\"]"]);
+    assert!(e.contains("field `network.host_cpu.hosts`: names `node99`, which is not a host here"), "{e}");
+    let e = err(star, &["network.host_cpu.steering=\"spread\""]);
+    assert!(e.contains("network.host_cpu.steering") && e.contains("round_robin"), "{e}");
+    let e = err(star, &["network.host_cpu.per_frame_ns=2us", "network.flow_control.mode=\"pause\""]);
+    assert!(e.contains("field `network.host_cpu`: is set with [network.flow_control]"), "{e}");
+    let sc = parse_str(star, "ok", &["network.host_cpu.per_frame_ns=2us".into()]).unwrap();
+    let cpu = sc.network.host_cpu.expect("set");
+    assert_eq!((cpu.per_frame_ns, cpu.cores, cpu.coalesce_frames, cpu.ring_frames), (2000, 1, 1, 256));
+    assert_eq!(cpu.frame_ps(1518), 2_000_000, "no cost per byte by default");
+}
+
+#[test]
 fn ecn_marking_is_checked_by_name_and_dctcp_always_uses_ecn() {
     let e = err("[network.ecn]\nmarking = \"step\"\n", &[]);
     assert!(e.contains("needs one of `threshold_bytes` and `threshold_packets`"), "{e}");

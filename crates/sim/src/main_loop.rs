@@ -81,6 +81,10 @@ pub trait Dataflow {
                 let (net, q) = self.parts();
                 net.on_link(q, l);
             }
+            Ev::Interrupt { core } => {
+                let (net, q) = self.parts();
+                net.on_interrupt(q, core);
+            }
             Ev::App(a) => self.on_app(a),
         }
     }

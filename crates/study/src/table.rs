@@ -57,6 +57,8 @@ const COUNTS: &[&str] = &[
     "peak_token_queue",
     "edge_drops",
     "edge_peak_bytes",
+    "cpu_drops",
+    "cpu_interrupts",
     "marks",
     "delivered_ce",
     "ecn_reductions",
@@ -89,6 +91,23 @@ const EDGE: &[Column] = &[
     ("edge_drops", |r| r.edge.as_ref().map_or(0.0, |e| e.drops as f64)),
     ("edge_peak_bytes", |r| {
         r.edge.as_ref().map_or(0.0, |e| e.ports.iter().map(|p| p.peak_bytes).max().unwrap_or(0) as f64)
+    }),
+];
+
+/// Columns of a sweep whose hosts have finite CPU (reports with a `host_cpu` section): frames
+/// their rings dropped, interrupts, and frames per interrupt.
+const HOST_CPU: &[Column] = &[
+    ("cpu_drops", |r| r.host_cpu.as_ref().map_or(0.0, |c| c.drops as f64)),
+    ("cpu_interrupts", |r| r.host_cpu.as_ref().map_or(0.0, |c| c.interrupts as f64)),
+    ("cpu_frames_per_interrupt", |r| {
+        r.host_cpu.as_ref().map_or(0.0, |c| {
+            let frames: u64 = c.cores.iter().map(|k| k.frames).sum();
+            if c.interrupts > 0 {
+                frames as f64 / c.interrupts as f64
+            } else {
+                0.0
+            }
+        })
     }),
 ];
 
@@ -138,6 +157,7 @@ pub fn write(out: &Path, axes: &[String], points: usize) -> anyhow::Result<(Path
         .chain(if has(|r| r.pipe.is_some()) { PIPE } else { &[] })
         .chain(if has(|r| r.fabric.is_some()) { FABRIC } else { &[] })
         .chain(if has(|r| r.edge.is_some()) { EDGE } else { &[] })
+        .chain(if has(|r| r.host_cpu.is_some()) { HOST_CPU } else { &[] })
         .chain(if has(|r| r.switch.marks > 0 || r.tcp.delivered_ce > 0) { ECN } else { &[] })
         .chain(if has(|r| r.flow_control.is_some()) { FLOW } else { &[] })
         .collect();

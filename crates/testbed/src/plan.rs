@@ -340,6 +340,14 @@ fn unsupported_ports(network: &NetworkPlan, mtu_bytes: u32) -> Problems {
             ),
         );
     }
+    if !network.cpus.is_empty() {
+        bad(
+            "network.host_cpu".into(),
+            "is set; the testbed's hosts are this machine's cores, whatever their cost (the simulator models \
+             hosts with finite CPU)"
+                .into(),
+        );
+    }
     if !network.edge_ports.is_empty() {
         bad(
             "network.edge".into(),
@@ -1037,12 +1045,14 @@ mod tests {
             data_priority: 3,
         });
         sc.network.rc = Some(daqnet_core::scenario::MessageTransport::default());
+        sc.network.host_cpu = Some(daqnet_core::scenario::HostCpu::default());
         sc.system.readout_on_nodes = true;
         let fields: Vec<String> = TestbedPlan::new(&sc, "UP").unwrap_err().into_iter().map(|(f, _)| f).collect();
         let expected = [
             "(testbed name)",
             "network.switch.buffer.scheme",
             "network.flow_control",
+            "network.host_cpu",
             "network.edge",
             "system.readout_on_nodes",
             "network.rc",

@@ -213,6 +213,34 @@ pub struct SwitchStats {
     pub ports: Vec<PortStats>,
 }
 
+/// The hosts' cores (`[network.host_cpu]`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostCpuStats {
+    /// Frames dropped at a full receive ring, all cores.
+    pub drops: u64,
+    /// Interrupts, all cores.
+    pub interrupts: u64,
+    /// Per core, host by host.
+    pub cores: Vec<CoreStats>,
+}
+
+/// One core of a host (`node0 core1`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CoreStats {
+    /// `host coreK`.
+    pub name: String,
+    /// Frames it processed.
+    pub frames: u64,
+    /// Frames dropped at its full receive ring.
+    pub drops: u64,
+    /// Interrupts it took.
+    pub interrupts: u64,
+    /// Time it spent on interrupts and frames, s.
+    pub busy_s: f64,
+    /// Most frames its ring held at once.
+    pub peak_frames: u64,
+}
+
 /// The run report (`report.json`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
@@ -262,6 +290,10 @@ pub struct RunReport {
     /// and their occupancy, per host (`node3 nic`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edge: Option<SwitchStats>,
+    /// (sim, with `[network.host_cpu]`) The hosts' cores: frames, ring drops, interrupts, busy
+    /// time, per core (`node3 core0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_cpu: Option<HostCpuStats>,
     /// Wall-clock seconds of the whole run.
     pub wall_s: f64,
     /// (sim only) Collision events simulated per wall second, warm-up included.

@@ -46,6 +46,10 @@ host_burst_ns = 0            # 0: hosts send at line rate (real NICs); > 0: a so
 #                            # their link; frames wait in the NIC's buffer, dropped when it is full
 #                            # (or pausing the switch, with [network.flow_control]); add
 #                            # hosts = ["node0"] for only these hosts (default: every host)
+# host_cpu = { per_frame_ns = "5us", per_byte_ps = 1000, interrupt_ns = "10us" }
+#                            # simulator: hosts whose cores bound what they receive; also cores = 1,
+#                            # steering = "hash" | "round_robin", coalesce_ns = 0, coalesce_frames = 1,
+#                            # ring_frames = 256 (a frame finding its core's ring full is dropped), hosts = []
 
 # star topology only:
 # [network.switch]

@@ -6,6 +6,7 @@
 //! (`"200ms"`, `"5 ms"`), see [`crate::units`].
 
 mod choice;
+mod cpu;
 mod fabric;
 pub mod farm;
 pub mod flow;
@@ -16,6 +17,7 @@ pub mod rc;
 mod validate;
 
 pub use choice::{Credits, Rate};
+pub use cpu::{HostCpu, Steering};
 pub use fabric::{Assignment, ParallelLeafSpine};
 pub use farm::{Dispatch, Farm, FromBuilder, Implementation};
 pub use flow::{FlowControl, FlowControlMode};
@@ -252,6 +254,10 @@ pub struct Network {
     /// see [`EdgeHost`]. Default: none, hosts take frames at line rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edge: Option<EdgeHost>,
+    /// Hosts whose processors bound what they receive (simulator only); see [`HostCpu`].
+    /// Default: none, a host takes every frame after `host_delay_ns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_cpu: Option<HostCpu>,
     /// ECN marking at every switch output port (simulator; see [`EcnMarking`]). Default: none,
     /// a full buffer drops and nothing is marked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -698,6 +704,7 @@ impl Default for Network {
             host_delay_ns: 40_000,
             host_burst_ns: 0,
             edge: None,
+            host_cpu: None,
             ecn: None,
             flow_control: None,
             rc: None,

@@ -2,8 +2,8 @@
 
 use super::{
     flow, rc, BufferConfig, Credits, Dispatch, EcnMarking, Farm, FlowControl, FlowControlMode, FragmentSize,
-    FromBuilder, Implementation, MessageTransport, Network, ParallelLeafSpine, Pipe, PipeScheduler, Rate, Scenario,
-    SwitchConfig, System, Topology,
+    FromBuilder, HostCpu, Implementation, MessageTransport, Network, ParallelLeafSpine, Pipe, PipeScheduler, Rate,
+    Scenario, SwitchConfig, System, Topology,
 };
 
 type Problems = Vec<(String, String)>;
@@ -184,6 +184,9 @@ impl Scenario {
                 );
             }
         }
+        if let Some(cpu) = &n.host_cpu {
+            self.host_cpu(&mut p, cpu);
+        }
         // Each optional section belongs to one topology.
         let sections = [
             ("switch", n.switch.is_some(), Topology::Star),
@@ -353,6 +356,46 @@ impl Scenario {
             ),
         );
         p
+    }
+
+    /// `[network.host_cpu]`: cores, coalescing and ring within reason, the hosts named, and
+    /// neither lossless links (a full ring would pause its link, which is not modelled) nor queue
+    /// pairs (RDMA bypasses the host's stack).
+    fn host_cpu(&self, p: &mut Problems, cpu: &HostCpu) {
+        let f = "network.host_cpu";
+        need(
+            p,
+            (1..=1024).contains(&cpu.cores),
+            &format!("{f}.cores"),
+            format!("is {}; must be 1 ..= 1024", cpu.cores),
+        );
+        positive(p, &format!("{f}.coalesce_frames"), cpu.coalesce_frames as u64);
+        positive(p, &format!("{f}.ring_frames"), cpu.ring_frames as u64);
+        let names = self.host_names();
+        for h in &cpu.hosts {
+            need(
+                p,
+                names.contains(h),
+                &format!("{f}.hosts"),
+                format!(
+                    "names `{h}`, which is not a host here; the hosts are {} … {}",
+                    names.first().map_or("", String::as_str),
+                    names.last().map_or("", String::as_str)
+                ),
+            );
+        }
+        let n = &self.network;
+        for (other, set) in [("network.flow_control", n.flow_control.is_some()), ("network.rc", n.rc.is_some())] {
+            need(
+                p,
+                !set,
+                f,
+                format!(
+                    "is set with [{other}]; host CPUs are modelled on lossy links with TCP only (a full ring \
+                     drops; queue pairs bypass the host's stack): remove one of them"
+                ),
+            );
+        }
     }
 
     fn validate_deploy(&self, p: &mut Problems) {

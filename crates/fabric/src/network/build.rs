@@ -7,7 +7,7 @@ use super::{
     UPLINK,
 };
 use daqnet_core::scenario::{
-    BufferConfig, DaqringConfig, EcnMarking, EdgeHost, Network, SwitchConfig, SwitchKind, Topology,
+    BufferConfig, DaqringConfig, EcnMarking, EdgeHost, HostCpu, Network, SwitchConfig, SwitchKind, Topology,
 };
 
 pub(super) struct Builder {
@@ -169,6 +169,42 @@ impl Builder {
         }
     }
 
+    /// `[network.host_cpu]`: every link into a chosen host (a switch's port, or the bus of an
+    /// edge host) now reaches it through a hop with a port per core, which carries the host's
+    /// stack latency instead of the links.
+    fn host_cpus(&mut self, cpu: &HostCpu, host_delay_ns: u64) {
+        for h in 0..self.f.hosts.len() as u32 {
+            let (host, name) = (Vertex::Host(super::HostId(h)), self.f.hosts[h as usize].name.clone());
+            if !cpu.hosts.is_empty() && !cpu.hosts.contains(&name) {
+                continue;
+            }
+            let links: Vec<usize> = (0..self.f.ports.len())
+                .filter(|&p| self.f.ports[p].peer == host && self.f.ports[p].from != host)
+                .collect();
+            let v = self.hop_vertex(format!("{name} cpu"), SwitchRole::Cpu, "network.host_cpu");
+            let (hop, rate) = (Vertex::Switch(SwitchId(v)), self.f.hosts[h as usize].link_bps);
+            let cores = (0..cpu.cores)
+                .map(|k| {
+                    let p = self.port(
+                        format!("{name} core{k}"),
+                        (hop, host),
+                        rate,
+                        host_delay_ns,
+                        PortBuffer::Unlimited,
+                        false,
+                    );
+                    PortId(p)
+                })
+                .collect();
+            for p in links {
+                self.f.ports[p].peer = hop;
+                self.f.ports[p].delay_ns -= host_delay_ns;
+            }
+            self.f.cpus.push(super::CpuPlan { host: super::HostId(h), hop: SwitchId(v), cores });
+        }
+        self.f.host_cpu = Some(cpu.clone());
+    }
+
     /// `[network.ecn]` on every switch output port that queues in a finite buffer, except a
     /// daqring switch's (daqnet's software switch has no marking).
     fn mark(&mut self, m: &EcnMarking) {
@@ -233,6 +269,8 @@ pub(super) fn assemble(net: &Network, host_specs: Vec<HostSpec>, readout_units: 
             planned: None,
             spines_per_plane: net.fabric.as_ref().map_or(1, |f| f.spines_per_plane),
             flow: None,
+            cpus: Vec::new(),
+            host_cpu: None,
         },
     };
     let mut rack_servers = Vec::new();
@@ -246,6 +284,9 @@ pub(super) fn assemble(net: &Network, host_specs: Vec<HostSpec>, readout_units: 
             Vertex::Host(h) => net.topology != Topology::ParallelLeafSpine || h.0 < readout_units,
             Vertex::Switch(s) => rack_servers.contains(&s.0),
         });
+    }
+    if let Some(cpu) = &net.host_cpu {
+        b.host_cpus(cpu, net.host_delay_ns);
     }
     if let Some(m) = &net.ecn {
         b.mark(m);

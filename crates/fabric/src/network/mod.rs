@@ -18,7 +18,7 @@ mod leaf_spine;
 pub use flow::{FlowPlan, PausePlan};
 
 use crate::assign::{Element, Placement, Route};
-use daqnet_core::scenario::{EcnMarking, Network, SwitchKind};
+use daqnet_core::scenario::{EcnMarking, HostCpu, Network, SwitchKind};
 use daqnet_core::workload::mix;
 use daqnet_core::{NodeId, ReadoutId};
 
@@ -76,6 +76,8 @@ pub enum SwitchRole {
     Daqrings,
     /// An edge host's receive path: its NIC's buffer, drained across its bus.
     Bus,
+    /// A host's receive processing (`[network.host_cpu]`): its NIC's rings, one per core.
+    Cpu,
 }
 
 /// A switch of the plan.
@@ -149,6 +151,18 @@ pub struct PortPlan {
     pub pause: Option<PausePlan>,
 }
 
+/// A host whose cores process what it receives (`[network.host_cpu]`): frames reach the host
+/// through one port per core, which the simulator serves at the CPU's cost per frame.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CpuPlan {
+    /// The host.
+    pub host: HostId,
+    /// The hop its incoming links now lead to.
+    pub hop: SwitchId,
+    /// The port of each core, from the hop to the host, in core order.
+    pub cores: Vec<PortId>,
+}
+
 /// A shared buffer pool: its size and member ports, in the order they joined.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PoolPlan {
@@ -191,6 +205,10 @@ pub struct NetworkPlan {
     spines_per_plane: u32,
     /// Link-level flow control, if the links run it.
     pub flow: Option<FlowPlan>,
+    /// The hosts whose cores process what they receive, and how (`[network.host_cpu]`).
+    pub cpus: Vec<CpuPlan>,
+    /// The costs and coalescing of those cores.
+    pub host_cpu: Option<HostCpu>,
 }
 
 /// A host to plan: its name and the line rate of its link(s), bit/s.

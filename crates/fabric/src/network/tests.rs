@@ -1,6 +1,6 @@
 use super::*;
 use crate::shape::{Plane, Pod, Spine};
-use daqnet_core::scenario::{EdgeHost, SwitchKind, Topology};
+use daqnet_core::scenario::{EdgeHost, HostCpu, SwitchKind, Topology};
 use daqnet_core::Scenario;
 
 fn names(plan: &NetworkPlan, ports: &[PortId]) -> Vec<String> {
@@ -57,6 +57,29 @@ fn two_tier_paths_cross_access_core_access() {
     // 10 readout groups, 1 rack, 2 cores.
     assert_eq!(plan.switches.len(), 13);
     assert_eq!(plan.switches[0].role, SwitchRole::Core(0));
+}
+
+#[test]
+fn a_host_cpu_is_a_hop_with_a_port_per_core_behind_the_edge_bus() {
+    let (s, plan) = star(4, 1, |s| {
+        s.network.edge = Some(EdgeHost { bus_bps: 4_000_000_000, nic_buffer_bytes: 64_000, hosts: vec![] });
+        s.network.host_cpu = Some(HostCpu { cores: 3, hosts: vec!["node0".into()], ..HostCpu::default() });
+    });
+    let n = &s.network;
+    let path = plan.path(0, 4, 0);
+    assert_eq!(names(&plan, &path), ["ru0->sw", "sw->node0", "node0 nic", "node0 core0"]);
+    let port = |i: usize| plan.port(path[i]);
+    // The host's stack latency moves from the bus to the cores; the bus hands frames on at once.
+    assert_eq!((port(1).delay_ns, port(2).delay_ns, port(3).delay_ns), (n.link_delay_ns, 0, n.host_delay_ns));
+    assert!(matches!(port(2).peer, Vertex::Switch(s) if plan.switches[s.0 as usize].role == SwitchRole::Cpu));
+    assert_eq!(plan.cpus.len(), 1, "only node0");
+    let cpu = &plan.cpus[0];
+    assert_eq!(cpu.host, HostId(4));
+    let cores: Vec<&str> = cpu.cores.iter().map(|&p| plan.port(p).name.as_str()).collect();
+    assert_eq!(cores, ["node0 core0", "node0 core1", "node0 core2"]);
+    assert!(cpu.cores.iter().all(|&p| plan.port(p).from == Vertex::Switch(cpu.hop) && !plan.port(p).on_switch));
+    // Towards a readout unit nothing changes.
+    assert_eq!(path_names(&plan, 4, 0, 0), ["node0->sw", "sw->ru0", "ru0 nic"]);
 }
 
 #[test]

@@ -278,6 +278,31 @@ impl Port {
         self.busy_until_ps
     }
 
+    /// A host CPU's core ([`crate::sockets`]): frames waiting for it or in its hands at `now_ns`.
+    pub fn queued_frames(&mut self, now_ns: u64, pools: &mut BufferPools) -> usize {
+        self.drain(now_ns * 1000, pools);
+        self.queue.len()
+    }
+
+    /// A host CPU's core: busy for `work_ps` from `start_ps` or when it is free, if later (an
+    /// interrupt).
+    pub fn occupy(&mut self, start_ps: u64, work_ps: u64) {
+        self.busy_until_ps = self.busy_until_ps.max(start_ps) + work_ps;
+    }
+
+    /// A host CPU's core: takes a frame of `frame_bytes` at `start_ps` or when it is free, if
+    /// later, works on it for `work_ps` in place of serializing it, and returns when the host
+    /// has it (ns).
+    pub fn serve(&mut self, start_ps: u64, work_ps: u64, frame_bytes: u32) -> u64 {
+        let end = self.busy_until_ps.max(start_ps) + work_ps;
+        self.busy_until_ps = end;
+        self.queue.push_back((end, frame_bytes));
+        self.queued_bytes += frame_bytes as u64;
+        self.peak_bytes = self.peak_bytes.max(self.queued_bytes);
+        self.frames += 1;
+        end.div_ceil(1000) + self.delay_ns
+    }
+
     /// When the transmitter is free (the last bit of what it sends now), in ps.
     pub fn busy_until_ps(&self) -> u64 {
         self.busy_until_ps

@@ -20,6 +20,7 @@ use daqnet_core::trace::{CaptureSink, CapturedFrame, Targets, TraceSpec};
 use daqnet_core::{ConnId, Nanos, Side, NS_PER_S};
 use std::collections::VecDeque;
 
+mod cpu;
 mod flow;
 mod rc;
 pub use flow::{LinkEv, LinkSlot};
@@ -39,6 +40,11 @@ pub enum Ev<A> {
     },
     /// A link event under flow control.
     Link(LinkSlot),
+    /// A host's NIC interrupts a core for the frames its ring holds (`[network.host_cpu]`).
+    Interrupt {
+        /// The core, among all hosts' cores.
+        core: u32,
+    },
     /// The dataflow's event.
     App(A),
 }
@@ -298,6 +304,8 @@ pub struct Sockets<M> {
     flow: Option<Box<flow::Flow>>,
     /// The connections when they are queue pairs (`[network.rc]`) instead of TCP's.
     rc: Option<Box<rc::QueuePairs<M>>>,
+    /// The hosts whose cores process what they receive (`[network.host_cpu]`).
+    cpu: Option<Box<cpu::Cpus>>,
 }
 
 impl<M: Copy> Sockets<M> {
@@ -319,6 +327,7 @@ impl<M: Copy> Sockets<M> {
             .collect();
         Sockets {
             flow: flow::Flow::of(&net.plan),
+            cpu: cpu::Cpus::of(&net.plan),
             flights: vec![VecDeque::new(); net.ports.len()],
             prefetch: planned.len() * std::mem::size_of::<Conn<M>>() > PREFETCH_ABOVE_BYTES,
             net,
@@ -522,6 +531,10 @@ impl<M: Copy> Sockets<M> {
         }
         match self.net.peer[port as usize] {
             Vertex::Switch(s) => {
+                if let Some(h) = self.cpu.as_deref().and_then(|c| c.host_of(s.0)) {
+                    self.cpu_arrive(q, h, f.pkt);
+                    return None;
+                }
                 let out = self.net.route(s.0, f.pkt.dst, f.pkt.core as u32);
                 if self.flow.is_some() {
                     self.flow_arrive(q, port, out, f.pkt);
@@ -744,17 +757,24 @@ impl<M: Copy> Sockets<M> {
                 if pkt.bits.ect() && self.net.ports[port as usize].mark_admitted(frame) {
                     pkt.bits = pkt.bits.marked();
                 }
-                self.capture(port, arrival_ns, &pkt);
-                let place = q.take_place();
-                let flights = &mut self.flights[port as usize];
-                debug_assert!(flights.back().is_none_or(|b| b.arrival <= arrival_ns), "a port delivers in order");
-                if flights.is_empty() {
-                    q.schedule_at(arrival_ns, place, Ev::Arrive { port });
-                }
-                flights.push_back(Flight { arrival: arrival_ns, place, pkt });
+                self.fly(q, port, arrival_ns, pkt);
             }
             Admission::Dropped => {}
         }
+    }
+
+    /// `pkt`, admitted to `port`, is on its way to the port's peer, where it arrives at
+    /// `arrival_ns`: behind the port's earlier frames, the first of them in the event queue.
+    #[inline(always)]
+    fn fly<A>(&mut self, q: &mut EventQueue<Ev<A>>, port: u32, arrival_ns: Nanos, pkt: Packet) {
+        self.capture(port, arrival_ns, &pkt);
+        let place = q.take_place();
+        let flights = &mut self.flights[port as usize];
+        debug_assert!(flights.back().is_none_or(|b| b.arrival <= arrival_ns), "a port delivers in order");
+        if flights.is_empty() {
+            q.schedule_at(arrival_ns, place, Ev::Arrive { port });
+        }
+        flights.push_back(Flight { arrival: arrival_ns, place, pkt });
     }
 
     /// Records `pkt`, which reaches the peer of `port` at `arrival_ns`, if `port` is captured.
@@ -832,6 +852,7 @@ impl<M: Copy> Sockets<M> {
         report.switch = stats((0..f.ports.len()).filter(|&i| f.ports[i].on_switch).collect());
         let edge = &f.plan.edge_ports;
         report.edge = (!edge.is_empty()).then(|| stats(edge.iter().map(|&p| p.0 as usize).collect()));
+        report.host_cpu = self.cpu_stats();
         report.flow_control = self.flow_stats(now);
         report.rc = self.rc_totals().map(|(c, _, _)| c);
         report.wall_s = wall_s;
