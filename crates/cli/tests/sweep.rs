@@ -168,6 +168,7 @@ fn quick_studies_produce_figures() {
         [
             "daq-nets",
             "daqpipe",
+            "daqpipe-iperf",
             "daqpipe-lossless",
             "fabric",
             "fig10",
