@@ -176,6 +176,7 @@ fn quick_studies_produce_figures() {
             "fig12",
             "fig13",
             "fig5",
+            "lossless-fig4",
             "lossless-fig5",
             "remedies",
             "subfarm",

@@ -264,6 +264,8 @@ fn a_host_cpu_is_checked_field_by_field() {
     assert!(e.contains("network.host_cpu.steering") && e.contains("round_robin"), "{e}");
     let e = err(star, &["network.host_cpu.per_frame_ns=2us", "network.flow_control.mode=\"pause\""]);
     assert!(e.contains("field `network.host_cpu`: is set with [network.flow_control]"), "{e}");
+    let e = err(star, &["network.switch.cpu={ per_frame_ns = \"1us\", hosts = [\"node0\"] }"]);
+    assert!(e.contains("field `network.switch.cpu.hosts`: names `node0`; the switch's cores are its own"), "{e}");
     let sc = parse_str(star, "ok", &["network.host_cpu.per_frame_ns=2us".into()]).unwrap();
     let cpu = sc.network.host_cpu.expect("set");
     assert_eq!((cpu.per_frame_ns, cpu.cores, cpu.coalesce_frames, cpu.ring_frames), (2000, 1, 1, 256));

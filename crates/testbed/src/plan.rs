@@ -340,11 +340,11 @@ fn unsupported_ports(network: &NetworkPlan, mtu_bytes: u32) -> Problems {
             ),
         );
     }
-    if !network.cpus.is_empty() {
+    for cpu in &network.cpus {
         bad(
-            "network.host_cpu".into(),
-            "is set; the testbed's hosts are this machine's cores, whatever their cost (the simulator models \
-             hosts with finite CPU)"
+            network.switch(cpu.hop).field.into(),
+            "is set; the testbed's hosts and switch run on this machine's cores, whatever their cost (the \
+             simulator models finite CPU)"
                 .into(),
         );
     }

@@ -229,13 +229,13 @@ pub struct HostCpuStats {
 pub struct CoreStats {
     /// `host coreK`.
     pub name: String,
-    /// Frames it processed.
+    /// Frames it had processed by the end of the run.
     pub frames: u64,
     /// Frames dropped at its full receive ring.
     pub drops: u64,
     /// Interrupts it took.
     pub interrupts: u64,
-    /// Time it spent on interrupts and frames, s.
+    /// Time it had spent on interrupts and frames by the end of the run, s.
     pub busy_s: f64,
     /// Most frames its ring held at once.
     pub peak_frames: u64,

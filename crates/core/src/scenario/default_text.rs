@@ -58,6 +58,7 @@ host_burst_ns = 0            # 0: hosts send at line rate (real NICs); > 0: a so
 # daqring = { queue_bytes = "64MiB", burst_frames = 0, poll_cycle_ns = 0 }
 #                            # a queue per collector; frames each sends per polling cycle (0: no limit);
 #                            # simulator: the cycle (with burst_frames a rate limit per collector)
+# cpu = { per_frame_ns = 500, cores = 8 }  # simulator: the software switch's cores (host_cpu's fields, no hosts)
 
 [network.readout_switch]     # two_tier: one switch per readout group
 hosts = 16                   # readout units per group switch

@@ -307,6 +307,11 @@ pub struct SwitchConfig {
     /// Settings of the `daqring` switch.
     #[serde(default)]
     pub daqring: DaqringConfig,
+    /// The software switch's cores (simulator only; see [`HostCpu`], without `hosts`): every
+    /// frame entering the switch waits for one of them, as in a server forwarding in software
+    /// ([LOSSLESS] Fig. 4). Default: none, the switch forwards at line rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<HostCpu>,
 }
 
 fn default_switch_buffer() -> BufferConfig {
@@ -721,7 +726,12 @@ impl Default for Network {
 impl Network {
     /// Default star switch: a 4 MB dedicated buffer per port.
     pub fn default_switch() -> SwitchConfig {
-        SwitchConfig { kind: SwitchKind::Bridge, buffer: default_switch_buffer(), daqring: DaqringConfig::default() }
+        SwitchConfig {
+            kind: SwitchKind::Bridge,
+            buffer: default_switch_buffer(),
+            daqring: DaqringConfig::default(),
+            cpu: None,
+        }
     }
 
     /// Default readout group switch ([ATLAS-DC] §4.1): 16 hosts, 10GbE uplinks, under-subscribed,

@@ -185,7 +185,10 @@ impl Scenario {
             }
         }
         if let Some(cpu) = &n.host_cpu {
-            self.host_cpu(&mut p, cpu);
+            self.cpu(&mut p, "network.host_cpu", cpu);
+        }
+        if let Some(cpu) = n.switch.as_ref().and_then(|s| s.cpu.as_ref()).filter(|_| n.topology == Topology::Star) {
+            self.cpu(&mut p, "network.switch.cpu", cpu);
         }
         // Each optional section belongs to one topology.
         let sections = [
@@ -358,11 +361,11 @@ impl Scenario {
         p
     }
 
-    /// `[network.host_cpu]`: cores, coalescing and ring within reason, the hosts named, and
-    /// neither lossless links (a full ring would pause its link, which is not modelled) nor queue
-    /// pairs (RDMA bypasses the host's stack).
-    fn host_cpu(&self, p: &mut Problems, cpu: &HostCpu) {
-        let f = "network.host_cpu";
+    /// A host's or the software switch's cores (`field`): cores, coalescing and ring within
+    /// reason, the hosts named (a switch's cores take no `hosts`), and neither lossless links
+    /// (a full ring would pause its link, which is not modelled) nor queue pairs (RDMA bypasses
+    /// the host's stack).
+    fn cpu(&self, p: &mut Problems, f: &str, cpu: &HostCpu) {
         need(
             p,
             (1..=1024).contains(&cpu.cores),
@@ -371,17 +374,21 @@ impl Scenario {
         );
         positive(p, &format!("{f}.coalesce_frames"), cpu.coalesce_frames as u64);
         positive(p, &format!("{f}.ring_frames"), cpu.ring_frames as u64);
-        let names = self.host_names();
+        let names = if f == "network.host_cpu" { self.host_names() } else { Vec::new() };
         for h in &cpu.hosts {
             need(
                 p,
                 names.contains(h),
                 &format!("{f}.hosts"),
-                format!(
-                    "names `{h}`, which is not a host here; the hosts are {} … {}",
-                    names.first().map_or("", String::as_str),
-                    names.last().map_or("", String::as_str)
-                ),
+                if names.is_empty() {
+                    format!("names `{h}`; the switch's cores are its own: remove `hosts`")
+                } else {
+                    format!(
+                        "names `{h}`, which is not a host here; the hosts are {} … {}",
+                        names.first().map_or("", String::as_str),
+                        names.last().map_or("", String::as_str)
+                    )
+                },
             );
         }
         let n = &self.network;
@@ -391,8 +398,8 @@ impl Scenario {
                 !set,
                 f,
                 format!(
-                    "is set with [{other}]; host CPUs are modelled on lossy links with TCP only (a full ring \
-                     drops; queue pairs bypass the host's stack): remove one of them"
+                    "is set with [{other}]; CPUs are modelled on lossy links with TCP only (a full ring drops; \
+                     queue pairs bypass the host's stack): remove one of them"
                 ),
             );
         }

@@ -169,40 +169,36 @@ impl Builder {
         }
     }
 
-    /// `[network.host_cpu]`: every link into a chosen host (a switch's port, or the bus of an
-    /// edge host) now reaches it through a hop with a port per core, which carries the host's
-    /// stack latency instead of the links.
+    /// `[network.host_cpu]`: every chosen host reaches its stack through its cores.
     fn host_cpus(&mut self, cpu: &HostCpu, host_delay_ns: u64) {
         for h in 0..self.f.hosts.len() as u32 {
-            let (host, name) = (Vertex::Host(super::HostId(h)), self.f.hosts[h as usize].name.clone());
-            if !cpu.hosts.is_empty() && !cpu.hosts.contains(&name) {
-                continue;
+            let name = &self.f.hosts[h as usize].name;
+            if cpu.hosts.is_empty() || cpu.hosts.contains(name) {
+                self.cpu(Vertex::Host(super::HostId(h)), cpu, host_delay_ns);
             }
-            let links: Vec<usize> = (0..self.f.ports.len())
-                .filter(|&p| self.f.ports[p].peer == host && self.f.ports[p].from != host)
-                .collect();
-            let v = self.hop_vertex(format!("{name} cpu"), SwitchRole::Cpu, "network.host_cpu");
-            let (hop, rate) = (Vertex::Switch(SwitchId(v)), self.f.hosts[h as usize].link_bps);
-            let cores = (0..cpu.cores)
-                .map(|k| {
-                    let p = self.port(
-                        format!("{name} core{k}"),
-                        (hop, host),
-                        rate,
-                        host_delay_ns,
-                        PortBuffer::Unlimited,
-                        false,
-                    );
-                    PortId(p)
-                })
-                .collect();
-            for p in links {
-                self.f.ports[p].peer = hop;
-                self.f.ports[p].delay_ns -= host_delay_ns;
-            }
-            self.f.cpus.push(super::CpuPlan { host: super::HostId(h), hop: SwitchId(v), cores });
         }
-        self.f.host_cpu = Some(cpu.clone());
+    }
+
+    /// Every link into `at` (a switch's port, an edge host's bus, a host's link into the switch)
+    /// now reaches it through a hop with a port per core, which carries `stack_ns` (a host's
+    /// stack latency) instead of the links.
+    pub(super) fn cpu(&mut self, at: Vertex, cpu: &HostCpu, stack_ns: u64) {
+        let name = self.vertex_name(at);
+        let links: Vec<usize> =
+            (0..self.f.ports.len()).filter(|&p| self.f.ports[p].peer == at && self.f.ports[p].from != at).collect();
+        let rate = links.iter().map(|&p| self.f.ports[p].rate_bps).max().unwrap_or(1);
+        let v = self.hop_vertex(format!("{name} cpu"), SwitchRole::Cpu, cpu_field(at));
+        let hop = Vertex::Switch(SwitchId(v));
+        let cores = (0..cpu.cores)
+            .map(|k| {
+                PortId(self.port(format!("{name} core{k}"), (hop, at), rate, stack_ns, PortBuffer::Unlimited, false))
+            })
+            .collect();
+        for p in links {
+            self.f.ports[p].peer = hop;
+            self.f.ports[p].delay_ns -= stack_ns;
+        }
+        self.f.cpus.push(super::CpuPlan { at, hop: SwitchId(v), cores, cost: cpu.clone() });
     }
 
     /// `[network.ecn]` on every switch output port that queues in a finite buffer, except a
@@ -239,6 +235,14 @@ impl Builder {
     }
 }
 
+/// The scenario section of a CPU at `at`.
+fn cpu_field(at: Vertex) -> &'static str {
+    match at {
+        Vertex::Host(_) => "network.host_cpu",
+        Vertex::Switch(_) => "network.switch.cpu",
+    }
+}
+
 /// The number of paths of `net`'s topology.
 fn paths(net: &Network) -> u32 {
     match net.topology {
@@ -270,7 +274,6 @@ pub(super) fn assemble(net: &Network, host_specs: Vec<HostSpec>, readout_units: 
             spines_per_plane: net.fabric.as_ref().map_or(1, |f| f.spines_per_plane),
             flow: None,
             cpus: Vec::new(),
-            host_cpu: None,
         },
     };
     let mut rack_servers = Vec::new();
@@ -315,6 +318,9 @@ fn star(b: &mut Builder, net: &Network) {
     let daqring = BufferConfig::Dedicated { port_bytes: cfg.daqring.queue_bytes };
     b.apply_buffer(&ports, if cfg.kind == SwitchKind::Daqring { &daqring } else { &cfg.buffer });
     b.rate_limit(&ports, cfg, net);
+    if let Some(cpu) = &cfg.cpu {
+        b.cpu(Vertex::Switch(SwitchId(s)), cpu, 0);
+    }
 }
 
 /// Racks of access switches under the core routers: readout units in groups of

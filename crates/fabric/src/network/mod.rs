@@ -76,7 +76,8 @@ pub enum SwitchRole {
     Daqrings,
     /// An edge host's receive path: its NIC's buffer, drained across its bus.
     Bus,
-    /// A host's receive processing (`[network.host_cpu]`): its NIC's rings, one per core.
+    /// A server's receive processing (`[network.host_cpu]`, `[network.switch.cpu]`): its NIC's
+    /// rings, one per core.
     Cpu,
 }
 
@@ -151,16 +152,19 @@ pub struct PortPlan {
     pub pause: Option<PausePlan>,
 }
 
-/// A host whose cores process what it receives (`[network.host_cpu]`): frames reach the host
-/// through one port per core, which the simulator serves at the CPU's cost per frame.
+/// A server whose cores process what it receives: a host (`[network.host_cpu]`) or the star's
+/// software switch (`[network.switch.cpu]`). Frames reach it through one port per core, which
+/// the simulator serves at the cores' cost per frame.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CpuPlan {
-    /// The host.
-    pub host: HostId,
+    /// The host or switch.
+    pub at: Vertex,
     /// The hop its incoming links now lead to.
     pub hop: SwitchId,
-    /// The port of each core, from the hop to the host, in core order.
+    /// The port of each core, from the hop to it, in core order.
     pub cores: Vec<PortId>,
+    /// The cores' costs, coalescing, ring and steering.
+    pub cost: HostCpu,
 }
 
 /// A shared buffer pool: its size and member ports, in the order they joined.
@@ -205,10 +209,8 @@ pub struct NetworkPlan {
     spines_per_plane: u32,
     /// Link-level flow control, if the links run it.
     pub flow: Option<FlowPlan>,
-    /// The hosts whose cores process what they receive, and how (`[network.host_cpu]`).
+    /// The hosts (and software switch) whose cores process what they receive.
     pub cpus: Vec<CpuPlan>,
-    /// The costs and coalescing of those cores.
-    pub host_cpu: Option<HostCpu>,
 }
 
 /// A host to plan: its name and the line rate of its link(s), bit/s.

@@ -74,7 +74,7 @@ fn a_host_cpu_is_a_hop_with_a_port_per_core_behind_the_edge_bus() {
     assert!(matches!(port(2).peer, Vertex::Switch(s) if plan.switches[s.0 as usize].role == SwitchRole::Cpu));
     assert_eq!(plan.cpus.len(), 1, "only node0");
     let cpu = &plan.cpus[0];
-    assert_eq!(cpu.host, HostId(4));
+    assert_eq!(cpu.at, Vertex::Host(HostId(4)));
     let cores: Vec<&str> = cpu.cores.iter().map(|&p| plan.port(p).name.as_str()).collect();
     assert_eq!(cores, ["node0 core0", "node0 core1", "node0 core2"]);
     assert!(cpu.cores.iter().all(|&p| plan.port(p).from == Vertex::Switch(cpu.hop) && !plan.port(p).on_switch));

@@ -284,6 +284,13 @@ impl Port {
         self.queue.len()
     }
 
+    /// A host CPU's core at `now_ps`: the frames it has not finished, and the work left on them
+    /// (ps; they all arrived before `now_ps`, so the core works on them without a gap).
+    pub fn unfinished(&self, now_ps: u64) -> (usize, u64) {
+        let frames = self.queue.iter().rev().take_while(|&&(end, _)| end > now_ps).count();
+        (frames, self.busy_until_ps.saturating_sub(now_ps))
+    }
+
     /// A host CPU's core: busy for `work_ps` from `start_ps` or when it is free, if later (an
     /// interrupt).
     pub fn occupy(&mut self, start_ps: u64, work_ps: u64) {

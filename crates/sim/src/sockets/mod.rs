@@ -852,7 +852,7 @@ impl<M: Copy> Sockets<M> {
         report.switch = stats((0..f.ports.len()).filter(|&i| f.ports[i].on_switch).collect());
         let edge = &f.plan.edge_ports;
         report.edge = (!edge.is_empty()).then(|| stats(edge.iter().map(|&p| p.0 as usize).collect()));
-        report.host_cpu = self.cpu_stats();
+        report.host_cpu = self.cpu_stats(now);
         report.flow_control = self.flow_stats(now);
         report.rc = self.rc_totals().map(|(c, _, _)| c);
         report.wall_s = wall_s;
