@@ -37,7 +37,7 @@ pub struct Pipe {
     /// Real runs of full-duplex event building: processes per node, 1 (one process is the
     /// node's readout unit and builder unit) or 2 (a process for each: DAQPIPE's "2 PPN"; node
     /// `i` is processes `2i`, its readout unit, and `2i + 1`, its builder unit). The simulator
-    /// has no CPU and ignores it.
+    /// models no application CPU and ignores it.
     pub processes_per_node: u32,
     /// How a builder unit sends its pulls: `round_robin` (DAQPIPE's default: at most
     /// `parallel_transfers` outstanding) or `simple` (every pull of an event at once; the

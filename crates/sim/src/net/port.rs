@@ -423,6 +423,22 @@ mod tests {
     }
 
     #[test]
+    fn a_core_serves_frames_back_to_back_at_its_cost_and_knows_what_is_left() {
+        let mut pools = BufferPools::default();
+        let mut ports = vec![Port::new("node0 core0".into(), GBE, 20_000, PortBuffer::Unlimited, false)];
+        let core = &mut ports[0];
+        core.occupy(1_000_000, 8_000_000); // an 8 us interrupt at 1 us
+        assert_eq!(core.serve(1_000_000, 3_000_000, 1518), 9_000 + 3_000 + 20_000, "after the interrupt");
+        assert_eq!(core.serve(2_000_000, 3_000_000, 1518), 15_000 + 20_000, "behind the first frame");
+        // At 14 us the first frame is done (12 us) and the second has 1 us left.
+        assert_eq!(core.unfinished(14_000_000), (1, 1_000_000));
+        assert_eq!(core.queued_frames(14_000, &mut pools), 1);
+        assert_eq!(core.serve(20_000_000, 3_000_000, 64), 23_000 + 20_000, "an idle core starts at once");
+        assert_eq!(core.unfinished(23_000_000), (0, 0));
+        assert_eq!(core.frames, 3);
+    }
+
+    #[test]
     fn frames_leave_back_to_back_at_line_rate() {
         let mut pools = BufferPools::default();
         let mut ports = vec![Port::new("p".into(), GBE, 500, PortBuffer::Unlimited, false)];
