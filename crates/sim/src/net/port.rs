@@ -425,8 +425,7 @@ mod tests {
     #[test]
     fn a_core_serves_frames_back_to_back_at_its_cost_and_knows_what_is_left() {
         let mut pools = BufferPools::default();
-        let mut ports = vec![Port::new("node0 core0".into(), GBE, 20_000, PortBuffer::Unlimited, false)];
-        let core = &mut ports[0];
+        let mut core = Port::new("node0 core0".into(), GBE, 20_000, PortBuffer::Unlimited, false);
         core.occupy(1_000_000, 8_000_000); // an 8 us interrupt at 1 us
         assert_eq!(core.serve(1_000_000, 3_000_000, 1518), 9_000 + 3_000 + 20_000, "after the interrupt");
         assert_eq!(core.serve(2_000_000, 3_000_000, 1518), 15_000 + 20_000, "behind the first frame");
