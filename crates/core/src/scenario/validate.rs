@@ -185,10 +185,10 @@ impl Scenario {
             }
         }
         if let Some(cpu) = &n.host_cpu {
-            self.cpu(&mut p, "network.host_cpu", cpu);
+            self.cpu(&mut p, "network.host_cpu", cpu, Some(self.host_names()));
         }
         if let Some(cpu) = n.switch.as_ref().and_then(|s| s.cpu.as_ref()).filter(|_| n.topology == Topology::Star) {
-            self.cpu(&mut p, "network.switch.cpu", cpu);
+            self.cpu(&mut p, "network.switch.cpu", cpu, None);
         }
         // Each optional section belongs to one topology.
         let sections = [
@@ -362,10 +362,11 @@ impl Scenario {
     }
 
     /// A host's or the software switch's cores (`field`): cores, coalescing and ring within
-    /// reason, the hosts named (a switch's cores take no `hosts`), and neither lossless links
+    /// reason, the hosts named among `names` (`None`: a switch's cores, which take no `hosts`),
+    /// and neither lossless links
     /// (a full ring would pause its link, which is not modelled) nor queue pairs (RDMA bypasses
     /// the host's stack).
-    fn cpu(&self, p: &mut Problems, f: &str, cpu: &HostCpu) {
+    fn cpu(&self, p: &mut Problems, f: &str, cpu: &HostCpu, names: Option<Vec<String>>) {
         need(
             p,
             (1..=1024).contains(&cpu.cores),
@@ -374,20 +375,18 @@ impl Scenario {
         );
         positive(p, &format!("{f}.coalesce_frames"), cpu.coalesce_frames as u64);
         positive(p, &format!("{f}.ring_frames"), cpu.ring_frames as u64);
-        let names = if f == "network.host_cpu" { self.host_names() } else { Vec::new() };
         for h in &cpu.hosts {
             need(
                 p,
-                names.contains(h),
+                names.as_ref().is_some_and(|n| n.contains(h)),
                 &format!("{f}.hosts"),
-                if names.is_empty() {
-                    format!("names `{h}`; the switch's cores are its own: remove `hosts`")
-                } else {
-                    format!(
+                match &names {
+                    None => format!("names `{h}`; the switch's cores are its own: remove `hosts`"),
+                    Some(names) => format!(
                         "names `{h}`, which is not a host here; the hosts are {} … {}",
                         names.first().map_or("", String::as_str),
                         names.last().map_or("", String::as_str)
-                    )
+                    ),
                 },
             );
         }

@@ -248,17 +248,22 @@ impl Port {
     /// Places an admitted frame in the queue and returns when it reaches the peer.
     fn enqueue(&mut self, now_ps: u64, frame_bytes: u32) -> u64 {
         let arrival_ns = self.send(now_ps, frame_bytes);
+        self.hold_bytes(frame_bytes);
+        arrival_ns
+    }
+
+    /// Counts a frame's bytes in the queue (and the peak).
+    #[inline(always)]
+    fn hold_bytes(&mut self, frame_bytes: u32) {
         self.queued_bytes += frame_bytes as u64;
         self.peak_bytes = self.peak_bytes.max(self.queued_bytes);
-        arrival_ns
     }
 
     /// Flow control: admits a frame to wait for the transmitter, which [`Port::send_held`]
     /// starts when the port is free and not paused. Drains what has been sent by `now_ns`.
     pub fn hold(&mut self, now_ns: u64, frame_bytes: u32, pools: &mut BufferPools) {
         self.drain(now_ns * 1000, pools);
-        self.queued_bytes += frame_bytes as u64;
-        self.peak_bytes = self.peak_bytes.max(self.queued_bytes);
+        self.hold_bytes(frame_bytes);
     }
 
     /// Flow control: starts sending the oldest held frame, of `frame_bytes`, at `start_ps` (or
@@ -301,13 +306,8 @@ impl Port {
     /// later, works on it for `work_ps` in place of serializing it, and returns when the host
     /// has it (ns).
     pub fn serve(&mut self, start_ps: u64, work_ps: u64, frame_bytes: u32) -> u64 {
-        let end = self.busy_until_ps.max(start_ps) + work_ps;
-        self.busy_until_ps = end;
-        self.queue.push_back((end, frame_bytes));
-        self.queued_bytes += frame_bytes as u64;
-        self.peak_bytes = self.peak_bytes.max(self.queued_bytes);
-        self.frames += 1;
-        end.div_ceil(1000) + self.delay_ns
+        self.hold_bytes(frame_bytes);
+        self.leave_at(self.busy_until_ps.max(start_ps) + work_ps, frame_bytes)
     }
 
     /// When the transmitter is free (the last bit of what it sends now), in ps.
@@ -333,10 +333,17 @@ impl Port {
                 leave
             }
         };
-        self.busy_until_ps = end;
-        self.queue.push_back((end, frame_bytes));
+        self.leave_at(end, frame_bytes)
+    }
+
+    /// The transmitter (or core) is done with a frame of `frame_bytes` at `end_ps`: returns
+    /// when the peer has it (ns).
+    #[inline(always)]
+    fn leave_at(&mut self, end_ps: u64, frame_bytes: u32) -> u64 {
+        self.busy_until_ps = end_ps;
+        self.queue.push_back((end_ps, frame_bytes));
         self.frames += 1;
-        end.div_ceil(1000) + self.delay_ns
+        end_ps.div_ceil(1000) + self.delay_ns
     }
 }
 
