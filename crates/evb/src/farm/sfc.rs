@@ -404,9 +404,7 @@ fn generator(sh: &Shared<'_>) {
                 if due > sh.limit {
                     return sh.end_source(EventId(k), due);
                 }
-                while sh.now() < due && !sh.over() {
-                    std::thread::sleep(Duration::from_nanos(due - sh.now()).min(Duration::from_millis(50)));
-                }
+                wait_until(sh, due);
                 let mut d = sh.lock();
                 match sh.offer(&mut d) {
                     None => return,
@@ -422,6 +420,20 @@ fn generator(sh: &Shared<'_>) {
                 sh.cv.notify_all();
             }
         }
+    }
+}
+
+/// Sleeps until the run's clock reaches `due` (or the run is over), 50 ms at most at a time.
+/// The clock is read once per turn: read twice, it could pass `due` between the test and the
+/// subtraction, which then wrapped to a 50 ms sleep — events of a builder-fed run arrived 50 ms
+/// late, and a bounded queue lost some.
+fn wait_until(sh: &Shared<'_>, due: Nanos) {
+    loop {
+        let now = sh.now();
+        if now >= due || sh.over() {
+            return;
+        }
+        std::thread::sleep(Duration::from_nanos(due - now).min(Duration::from_millis(50)));
     }
 }
 
