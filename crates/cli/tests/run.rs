@@ -111,6 +111,49 @@ fn atlas_small_runs_every_policy_within_credits() {
     }
 }
 
+/// Region-of-interest steps in a real run: a quarter of the readout units first, 2 ms of
+/// processing, half the events rejected, then the rest. Which events a unit rejects and which
+/// units each step asks are drawn from the seed, so every event collects the bytes the
+/// simulator's does; an event built in two steps reports the 2 ms it processed between them
+/// outside its latency, and every fragment asked is verified.
+#[test]
+fn a_real_run_collects_in_steps_what_the_simulator_does() {
+    let _one_at_a_time = serial();
+    let steps = r#"system.roi_step=[{ collect_fraction = 0.25, processing_time_ns = "2ms", reject_fraction = 0.5 }]"#;
+    let rows = |dir: &Path| -> Vec<(u64, u64, u64)> {
+        let text = std::fs::read_to_string(dir.join("events.csv")).unwrap();
+        let col = |l: &str, c: usize| l.split(',').nth(c).unwrap().parse::<f64>().unwrap();
+        let mut v: Vec<(u64, u64, u64)> = text
+            .lines()
+            .skip(1)
+            .map(|l| (col(l, 0) as u64, col(l, 7) as u64, (col(l, 5) - col(l, 4) - col(l, 6) * 1e6).round() as u64))
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let (run, sim) = (out_dir("roi-run"), out_dir("roi-sim"));
+    for (cmd, dir) in [("run", &run), ("sim", &sim)] {
+        #[rustfmt::skip]
+        let o = daqnet(&[cmd, "scenarios/run/atlas-small.toml", "--set", steps, "--per-event", "-q",
+            "--out", dir.to_str().unwrap()]);
+        assert!(o.status.success(), "{cmd}: {}", text(&o));
+    }
+    let (real, simulated) = (rows(&run), rows(&sim));
+    assert_eq!(real.len(), 210);
+    let bytes = |v: &[(u64, u64, u64)]| v.iter().map(|r| (r.0, r.1)).collect::<Vec<_>>();
+    assert_eq!(bytes(&real), bytes(&simulated), "the same events rejected, the same units asked");
+    let two_steps: Vec<_> = real.iter().filter(|r| r.1 == 8 * 13_200).collect();
+    // 210 events, half rejected after the first step: 105 ± 29 (4 standard deviations).
+    assert!((two_steps.len() as f64 - 105.0).abs() <= 29.0, "{} of 210 built in two steps", two_steps.len());
+    assert!(real.iter().all(|r| r.1 == 8 * 13_200 || r.1 == 2 * 13_200), "two units or all eight");
+    for r in &two_steps {
+        assert!(r.2 >= 2_000_000, "event {}: {} ns between the steps, less than its 2 ms of processing", r.0, r.2);
+    }
+    let r = report(&run);
+    let verified: u64 = r["nodes"].as_array().unwrap().iter().map(|n| u(&n["fragments_verified"])).sum();
+    assert_eq!(verified, real.iter().map(|r| r.1 / 1100).sum::<u64>(), "every fragment asked was verified");
+}
+
 /// A slow run (500 Hz) so that a role can be hit in the middle of it; readout units answer
 /// after 3 ms, so at any moment at least one event is being collected.
 fn slow_run(dir: &Path, events: &str, extra: &[&str]) -> Child {

@@ -166,6 +166,7 @@ fn quick_studies_produce_figures() {
     assert_eq!(
         names,
         [
+            "atlas-roi",
             "daq-nets",
             "daqpipe",
             "daqpipe-iperf",

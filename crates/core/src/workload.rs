@@ -29,6 +29,10 @@ pub enum Stream {
     TickPhase = 7,
     /// A switch port's RED marking draws (`[network.ecn]`, `marking = "red"`).
     Marking = 8,
+    /// Which readout units a region-of-interest step collects from (`[[system.roi_step]]`).
+    RoiSubset = 9,
+    /// Whether a processing unit rejects an event after a region-of-interest step.
+    RoiVerdict = 10,
 }
 
 /// SplitMix64 finaliser: a bijective 64-bit mixer (also used to hash connections onto paths).
@@ -114,12 +118,38 @@ pub fn service_delay(seed: u64, event: EventId, readout: ReadoutId, base_ns: u64
 /// The readout units a processing unit collects from for `event`: all of them when
 /// `fraction >= 1`, otherwise `ceil(fraction × units)` of them chosen uniformly, in ascending order.
 pub fn readout_subset(seed: u64, event: EventId, fraction: f64, units: u32) -> Vec<ReadoutId> {
+    sample(rng_for(seed, Stream::Subset, &[event.0]), fraction, units)
+}
+
+/// The readout units region-of-interest step `step` of `event` asks (before it leaves out those
+/// earlier steps collected): `fraction` of the `units`, drawn from a stream of its own so that
+/// a scenario without such steps keeps its subsets.
+pub fn roi_subset(seed: u64, event: EventId, step: u32, fraction: f64, units: u32) -> Vec<ReadoutId> {
+    sample(rng_for(seed, Stream::RoiSubset, &[event.0, step as u64]), fraction, units)
+}
+
+/// The steps of `event` a unit takes when it rejects after step `k` a share `reject[k]` of the
+/// events that reach it (drawn per event and step from the seed): `reject.len() + 1` when the
+/// event is kept to the last step.
+pub fn steps_taken(seed: u64, event: EventId, reject: impl IntoIterator<Item = f64>) -> usize {
+    let mut taken = 1;
+    for (k, share) in reject.into_iter().enumerate() {
+        if share > 0.0 && rng_for(seed, Stream::RoiVerdict, &[event.0, k as u64]).random::<f64>() < share {
+            return taken;
+        }
+        taken += 1;
+    }
+    taken
+}
+
+/// `ceil(fraction × units)` (at least one) of the units `0..units`, sorted, drawn with `rng`;
+/// all of them, without a draw, when `fraction` is 1.
+fn sample(mut rng: Xoshiro256PlusPlus, fraction: f64, units: u32) -> Vec<ReadoutId> {
     let all: Vec<ReadoutId> = (0..units).map(ReadoutId).collect();
     if fraction >= 1.0 {
         return all;
     }
     let k = ((fraction * units as f64).ceil() as usize).clamp(1, units as usize);
-    let mut rng = rng_for(seed, Stream::Subset, &[event.0]);
     let mut pool = all;
     // Partial Fisher–Yates: the first k entries become a uniform sample.
     for i in 0..k {
@@ -178,5 +208,21 @@ mod tests {
         assert_ne!(a, readout_subset(1, EventId(43), 0.1, 160));
         assert!(a.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(readout_subset(1, EventId(42), 1.0, 5), (0..5).map(ReadoutId).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_step_rejects_its_share_of_the_events_that_reach_it() {
+        let taken = |reject: &[f64]| -> Vec<usize> {
+            (0..10_000).map(|e| steps_taken(1, EventId(e), reject.iter().copied())).collect()
+        };
+        assert!(taken(&[0.0, 0.0]).iter().all(|&t| t == 3), "no rejection: every step");
+        // Half rejected after the first step, half of the rest after the second: 5,000, 2,500
+        // and 2,500 events take 1, 2 and 3 steps; binomial sd ≤ 50, allowed 4 sd.
+        let t = taken(&[0.5, 0.5]);
+        for (steps, expect) in [(1, 5000.0), (2, 2500.0), (3, 2500.0)] {
+            let n = t.iter().filter(|&&x| x == steps).count() as f64;
+            assert!((n - expect).abs() < 200.0, "{n} events took {steps} steps, expected {expect}");
+        }
+        assert_eq!(t, taken(&[0.5, 0.5]), "a pure function of seed and event");
     }
 }

@@ -366,3 +366,20 @@ fn readout_units_on_the_nodes_hosts_need_one_per_node_and_no_pods() {
     assert_eq!(s.host_names(), ["node0", "node1", "node2"], "a host per node, none for the readout units");
     assert!(!parse_str("", "default", &[]).unwrap().to_toml().contains("readout_on_nodes"));
 }
+
+#[test]
+fn region_of_interest_steps_are_checked_step_by_step_and_written_only_when_set() {
+    let steps = "[[system.roi_step]]\ncollect_fraction = 0.05\nprocessing_time_ns = \"10ms\"\nreject_fraction = 0.5\n\
+                 [[system.roi_step]]\ncollect_fraction = 0\nprocessing_time_ns = 1\nreject_fraction = 1.0\n";
+    let e = err(steps, &[]);
+    assert!(e.contains("field `system.roi_step[1].collect_fraction`: is 0; must be in (0, 1]"), "{e}");
+    assert!(e.contains("field `system.roi_step[1].reject_fraction`: is 1; must be in [0, 1)"), "{e}");
+    assert!(!e.contains("roi_step[0]"), "the first step is good: {e}");
+    let e = err("[[system.roi_step]]\ncollect_fraction = 0.1\n", &[]);
+    assert!(e.contains("processing_time_ns"), "a step needs its processing time: {e}");
+    let sc = parse_str(&steps.replace("= 0\n", "= 0.2\n").replace("1.0\n", "0.0\n"), "ok", &[]).unwrap();
+    assert_eq!(sc.system.roi_steps.len(), 2);
+    assert_eq!((sc.system.roi_steps[0].processing_time_ns, sc.system.roi_steps[0].reject_fraction), (10_000_000, 0.5));
+    assert!(sc.to_toml().contains("[[system.roi_step]]"));
+    assert!(!Scenario::default().to_toml().contains("roi_step"), "without steps the resolved scenario is as it was");
+}

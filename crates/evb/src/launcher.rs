@@ -462,6 +462,7 @@ fn launcher_report(
             assigned: r.assigned_ns,
             started: r.start_ns,
             done: r.done_ns,
+            latency: r.latency_ns,
             bytes: r.bytes,
         };
         measure.record(&t);

@@ -268,8 +268,8 @@ impl<'a> EventBuilderWorld<'a> {
 
     fn on_built(&mut self, node: NodeId, b: BuiltEvent) {
         let assigned = self.assigned.remove(&b.event).expect("a built event was assigned");
-        let track =
-            Track { event: b.event, pu: b.pu, node, assigned, started: b.started, done: b.done, bytes: b.bytes };
+        let (started, done, latency, bytes) = (b.started, b.done, b.latency, b.bytes);
+        let track = Track { event: b.event, pu: b.pu, node, assigned, started, done, latency, bytes };
         self.measure.record(&track);
         if let Some(f) = self.faults.as_mut() {
             f.on_built(assigned, b.done);

@@ -333,7 +333,7 @@ impl<'a> PipeWorld<'a> {
 
     /// `event` (assigned, or for a synthetic message sent, at `assigned`) is complete at `node`.
     fn on_built(&mut self, node: NodeId, event: EventId, bytes: u64, assigned: Nanos, now: Nanos) {
-        let track = Track { event, pu: PuId(node.0), node, assigned, started: assigned, done: now, bytes };
+        let track = Track::one_step(event, PuId(node.0), node, assigned, assigned, now, bytes);
         self.measure.record(&track);
         if event.0 >= self.warmup {
             self.done.push(now);

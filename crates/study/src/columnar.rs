@@ -159,6 +159,10 @@ pub fn events_from_csv(csv_path: &Path, parquet_path: &Path) -> anyhow::Result<(
             assigned_ns: n(3)?,
             start_ns: n(4)?,
             done_ns: n(5)?,
+            latency_ns: row
+                .get(6)
+                .and_then(daqnet_core::report::csv::ns_of_ms)
+                .with_context(|| format!("{}: latency_ms of row {row:?}", csv_path.display()))?,
             bytes: n(7)?,
             measured: row.get(8) == Some("true"),
         });

@@ -22,7 +22,7 @@ pub use collector::{Collector, CollectorOutput};
 pub use credit::{CreditError, CreditPool};
 pub use messages::{Assignment, DataRequest, DataResponse};
 pub use node::{BuiltEvent, Node, NodeInput, NodeOutput};
-pub use processing::{ProcessingUnit, PuOutput, PuState};
+pub use processing::{Collected, ProcessingUnit, PuOutput, PuState, Step};
 pub use readout::ReadoutUnit;
 pub use supervisor::{startup_order, Supervisor};
 

@@ -1,7 +1,7 @@
 //! A worker node: its collector (with the credit pool) and its processing units, wired together
 //! once here so that no driver wires them by hand.
 
-use super::{Collector, CollectorOutput, DataRequest, DataResponse, DataflowError, ProcessingUnit, PuOutput};
+use super::{Collector, CollectorOutput, DataRequest, DataResponse, DataflowError, ProcessingUnit, PuOutput, Step};
 use crate::ids::Layout;
 use crate::scenario::System;
 use crate::{EventId, Nanos, NodeId, PuId, ReadoutId};
@@ -35,6 +35,10 @@ pub struct BuiltEvent {
     pub started: Nanos,
     /// When the last fragment arrived.
     pub done: Nanos,
+    /// Data-collection latency: the time the unit waited for data (`done - started` when the
+    /// event is collected in one step; less with `[[system.roi_step]]`s, whose processing
+    /// between the steps does not count).
+    pub latency: Nanos,
     /// Payload bytes collected.
     pub bytes: u64,
     /// Fragments collected.
@@ -71,17 +75,16 @@ pub struct Node {
 impl Node {
     /// Node `id` of a system laid out as `layout`, configured by `system`, with the run's `seed`.
     pub fn new(layout: &Layout, id: NodeId, system: &System, seed: u64) -> Self {
+        let roi = system.roi_steps.iter().map(|s| Step {
+            fraction: s.collect_fraction,
+            processing_ns: s.processing_time_ns,
+            reject: s.reject_fraction,
+        });
+        let last = Step { fraction: system.collect_fraction, processing_ns: system.processing_time_ns, reject: 0.0 };
+        let steps: Vec<Step> = roi.chain([last]).collect();
         let units = layout
             .pus_of(id)
-            .map(|pu| {
-                ProcessingUnit::new(
-                    pu,
-                    system.processing_time_ns,
-                    system.collect_fraction,
-                    layout.readout_units(),
-                    seed,
-                )
-            })
+            .map(|pu| ProcessingUnit::new(pu, steps.clone(), layout.readout_units(), seed))
             .collect::<Vec<_>>();
         Node {
             id,
@@ -109,9 +112,11 @@ impl Node {
             }
             NodeInput::Response(resp) => self.collector.on_response(&resp)?,
             NodeInput::Wake(pu) => {
-                let unit = self.unit(pu)?;
-                unit.on_wake(now);
+                let next = self.unit(pu)?.on_wake(now);
                 self.drain_unit(pu);
+                if let Some((event, readouts)) = next {
+                    self.collector.on_collect(pu, event, &readouts);
+                }
             }
         }
         self.drain_collector(now)
@@ -141,15 +146,12 @@ impl Node {
                     self.out.push_back(NodeOutput::Request { readout, request })
                 }
                 CollectorOutput::Collected { pu, event, bytes, fragments } => {
-                    let started = self.unit(pu)?.on_collected(now, event)?;
-                    self.out.push_back(NodeOutput::Built(BuiltEvent {
-                        event,
-                        pu,
-                        started,
-                        done: now,
-                        bytes,
-                        fragments,
-                    }));
+                    if let Some(c) = self.unit(pu)?.on_collected(now, event, bytes, fragments)? {
+                        let (started, latency) = (c.started, c.latency);
+                        let (bytes, fragments) = (c.bytes, c.fragments);
+                        let built = BuiltEvent { event, pu, started, done: now, latency, bytes, fragments };
+                        self.out.push_back(NodeOutput::Built(built));
+                    }
                     self.drain_unit(pu);
                 }
             }
@@ -171,8 +173,9 @@ impl Node {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::Credits;
+    use crate::scenario::{Credits, RoiStep};
     use crate::Scenario;
+    use proptest::prelude::*;
 
     fn node(credits: u32, processing_ns: Nanos) -> (Layout, Node) {
         let mut sc = Scenario::default();
@@ -201,6 +204,10 @@ mod tests {
         })
     }
 
+    fn response_from(event: u64, readout: ReadoutId) -> NodeInput {
+        NodeInput::Response(DataResponse { event: EventId(event), readout, node: NodeId(0), fragments: 1, bytes: 100 })
+    }
+
     #[test]
     fn an_event_goes_from_assignment_to_done_through_the_collector() {
         let (_, mut n) = node(2, 1000);
@@ -211,7 +218,8 @@ mod tests {
         n.handle(11, response(9, 1)).unwrap();
         assert!(matches!(drain(&mut n)[..], [NodeOutput::Request { readout: ReadoutId(2), .. }]));
         n.handle(20, response(9, 2)).unwrap();
-        let built = BuiltEvent { event: EventId(9), pu: PuId(2), started: 5, done: 20, bytes: 300, fragments: 3 };
+        let built =
+            BuiltEvent { event: EventId(9), pu: PuId(2), started: 5, done: 20, latency: 15, bytes: 300, fragments: 3 };
         assert_eq!(drain(&mut n), [NodeOutput::Built(built), NodeOutput::Unit(PuId(2), PuOutput::WakeAt(1020))]);
         n.handle(1020, NodeInput::Wake(PuId(2))).unwrap();
         assert_eq!(
@@ -235,5 +243,85 @@ mod tests {
             Err(DataflowError::UnitBusy { .. })
         ));
         assert_eq!((before, n.collector().events_in_progress()), (3, 1));
+    }
+
+    proptest! {
+        /// Whatever the steps, their rejections and the order of the responses, an event
+        /// collected in steps takes the steps its draws give, asks each readout unit at most
+        /// once and every unit those steps drew; it is built once, after its last step, with
+        /// every byte, and its latency is the time spent waiting for data: its span less the
+        /// processing between the steps.
+        #[test]
+        fn an_event_in_steps_asks_each_unit_once_and_waits_only_for_data(
+            readout_units in 1u32..40,
+            steps in proptest::collection::vec((0.01f64..=1.0, 0u64..1000, prop_oneof![Just(0.0), 0.0f64..0.9]), 0..4),
+            last in 0.01f64..=1.0,
+            event in 0u64..1000,
+            delays in proptest::collection::vec(0u64..500, 64),
+        ) {
+            let mut sc = Scenario::default();
+            sc.system.readout_units = readout_units;
+            (sc.system.nodes, sc.system.pus_per_node, sc.system.fragments_per_unit) = (1, 1, 1);
+            sc.system.credits_per_node = Credits::Unlimited;
+            sc.system.collect_fraction = last;
+            sc.system.roi_steps = steps
+                .iter()
+                .map(|&(f, p, r)| RoiStep { collect_fraction: f, processing_time_ns: p, reject_fraction: r })
+                .collect();
+            let taken = crate::workload::steps_taken(7, EventId(event), steps.iter().map(|s| s.2));
+            let layout = sc.layout();
+            let mut n = Node::new(&layout, NodeId(0), &sc.system, 7);
+            let (mut now, mut asked, mut built, mut processing, mut rounds) = (0, Vec::new(), None, Vec::new(), 0);
+            let mut delays = delays.into_iter().cycle();
+            n.handle(now, NodeInput::Assign { pu: PuId(0), event: EventId(event) }).unwrap();
+            let done = loop {
+                let mut out: Vec<NodeOutput> = std::iter::from_fn(|| n.poll()).collect();
+                if out.iter().any(|o| matches!(o, NodeOutput::Unit(_, PuOutput::Done(_)))) {
+                    break out;
+                }
+                prop_assert!(rounds <= steps.len(), "more steps than there are");
+                rounds += 1;
+                let requests: Vec<ReadoutId> =
+                    out.iter().filter_map(|o| if let NodeOutput::Request { readout, .. } = o { Some(*readout) } else { None }).collect();
+                asked.extend(requests.iter().copied());
+                for r in requests {
+                    now += delays.next().unwrap();
+                    n.handle(now, response_from(event, r)).unwrap();
+                    out.extend(std::iter::from_fn(|| n.poll()));
+                }
+                let mut wake = None;
+                for o in out {
+                    match o {
+                        NodeOutput::Built(b) => built = Some(b),
+                        NodeOutput::Unit(_, PuOutput::WakeAt(t)) => wake = Some(t),
+                        NodeOutput::Request { .. } => {}
+                        o => prop_assert!(false, "{o:?} before the last wake"),
+                    }
+                }
+                let t = wake.expect("every step ends in processing");
+                processing.push(t - now);
+                now = t;
+                n.handle(now, NodeInput::Wake(PuId(0))).unwrap();
+            };
+            prop_assert_eq!(&done[..], &[NodeOutput::Unit(PuId(0), PuOutput::Done(EventId(event))), NodeOutput::Unit(PuId(0), PuOutput::AskForWork)]);
+            prop_assert_eq!(rounds, taken);
+            let mut unique = asked.clone();
+            unique.sort_unstable();
+            unique.dedup();
+            prop_assert_eq!(unique.len(), asked.len(), "a unit asked twice: {:?}", asked);
+            let b = built.expect("built after the last step");
+            prop_assert_eq!((b.bytes, b.fragments), (100 * asked.len() as u64, asked.len() as u64));
+            let between: u64 = processing[..taken - 1].iter().sum();
+            prop_assert_eq!(b.latency, (b.done - b.started) - between);
+            let mut drawn: Vec<ReadoutId> = (0..taken)
+                .flat_map(|k| match steps.get(k) {
+                    Some(s) => crate::workload::roi_subset(7, EventId(event), k as u32, s.0, readout_units),
+                    None => crate::workload::readout_subset(7, EventId(event), last, readout_units),
+                })
+                .collect();
+            drawn.sort_unstable();
+            drawn.dedup();
+            prop_assert_eq!(unique, drawn);
+        }
     }
 }

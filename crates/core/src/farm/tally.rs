@@ -56,15 +56,7 @@ impl FarmTally {
     /// `worker` is done with `event` (`bytes`), which reached the SFC at `queued`, at `now`.
     pub fn on_done(&mut self, worker: WorkerId, event: EventId, bytes: u64, queued: Nanos, now: Nanos) {
         // In a sub-farm the processing unit is the worker and the node the SFC.
-        let track = crate::report::Track {
-            event,
-            pu: PuId(worker.0),
-            node: NodeId(0),
-            assigned: queued,
-            started: queued,
-            done: now,
-            bytes,
-        };
+        let track = crate::report::Track::one_step(event, PuId(worker.0), NodeId(0), queued, queued, now, bytes);
         self.measure.record(&track);
         if let Some(r) = &mut self.records {
             r.push(track.record(self.warmup));

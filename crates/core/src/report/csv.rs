@@ -31,7 +31,7 @@ impl EventRecord {
     /// One line as [`EventRecord::csv_row`] writes it.
     fn from_csv_row(line: &str) -> Option<EventRecord> {
         let c: Vec<&str> = line.split(',').collect();
-        let [event, pu, node, assigned, start, done, _, bytes, measured] = c[..] else { return None };
+        let [event, pu, node, assigned, start, done, latency_ms, bytes, measured] = c[..] else { return None };
         Some(EventRecord {
             event: event.parse().ok()?,
             pu: pu.parse().ok()?,
@@ -39,14 +39,15 @@ impl EventRecord {
             assigned_ns: assigned.parse().ok()?,
             start_ns: start.parse().ok()?,
             done_ns: done.parse().ok()?,
+            latency_ns: ns_of_ms(latency_ms)?,
             bytes: bytes.parse().ok()?,
             measured: measured.parse().ok()?,
         })
     }
 
-    /// Data-collection latency in ms (first request → last fragment).
+    /// Data-collection latency in ms.
     pub fn latency_ms(&self) -> f64 {
-        (self.done_ns - self.start_ns) as f64 / NS_PER_MS as f64
+        self.latency_ns as f64 / NS_PER_MS as f64
     }
 
     /// One CSV line (no newline).
@@ -66,6 +67,13 @@ impl EventRecord {
     }
 }
 
+/// The nanoseconds of a `latency_ms` as [`EventRecord::csv_row`] writes it (six decimals: whole
+/// nanoseconds).
+pub fn ns_of_ms(text: &str) -> Option<u64> {
+    let ms: f64 = text.parse().ok()?;
+    (ms.is_finite() && ms >= 0.0).then(|| (ms * NS_PER_MS as f64).round() as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,7 +86,9 @@ mod tests {
             node: 0,
             assigned_ns: 10,
             start_ns: 20,
-            done_ns: 2_000_020,
+            done_ns: 2_000_020 + event * 123_456_789_012,
+            // Less than done - start, as for an event collected in steps; read back to the ns.
+            latency_ns: 1_999_999 + event * 123_456_789_012,
             bytes: 99,
             measured: event > 0,
         };

@@ -135,14 +135,25 @@ pub struct Track {
     pub started: Nanos,
     /// When its last fragment arrived.
     pub done: Nanos,
+    /// Data-collection latency: `done - started`, less the processing between the steps of an
+    /// event collected in several (`[[system.roi_step]]`).
+    pub latency: Nanos,
     /// Payload bytes collected.
     pub bytes: u64,
 }
 
 impl Track {
-    /// Data-collection latency.
-    pub fn latency(&self) -> Nanos {
-        self.done - self.started
+    /// An event collected in one step, from `started` to `done`.
+    pub fn one_step(
+        event: EventId,
+        pu: PuId,
+        node: NodeId,
+        assigned: Nanos,
+        started: Nanos,
+        done: Nanos,
+        bytes: u64,
+    ) -> Self {
+        Track { event, pu, node, assigned, started, done, latency: done - started, bytes }
     }
 
     /// Its row in `events.csv`; events before `warmup` are not measured.
@@ -154,6 +165,7 @@ impl Track {
             assigned_ns: self.assigned,
             start_ns: self.started,
             done_ns: self.done,
+            latency_ns: self.latency,
             bytes: self.bytes,
             measured: self.event.0 >= warmup,
         }
@@ -208,9 +220,9 @@ impl Measure {
             return;
         }
         match &mut self.samples {
-            Samples::Exact(v) => v.push(t.latency()),
+            Samples::Exact(v) => v.push(t.latency),
             Samples::Bounded(s) => {
-                let l = t.latency();
+                let l = t.latency;
                 record_us(&mut s.hist, l);
                 s.count += 1;
                 s.sum_ns += l as u128;
@@ -307,7 +319,7 @@ mod tests {
     }
 
     fn track(event: u64, assigned: Nanos, started: Nanos, done: Nanos) -> Track {
-        Track { event: EventId(event), pu: PuId(0), node: NodeId(0), assigned, started, done, bytes: 1000 }
+        Track::one_step(EventId(event), PuId(0), NodeId(0), assigned, started, done, 1000)
     }
 
     #[test]

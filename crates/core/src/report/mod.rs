@@ -620,6 +620,9 @@ pub struct EventRecord {
     pub start_ns: u64,
     /// Time the last fragment arrived, ns.
     pub done_ns: u64,
+    /// Data-collection latency, ns: `done_ns - start_ns`, less the processing between the steps
+    /// of an event collected in several (`[[system.roi_step]]`). The CSV's `latency_ms`.
+    pub latency_ns: u64,
     /// Payload bytes collected.
     pub bytes: u64,
     /// Whether it counts in the measured part (false during warm-up).

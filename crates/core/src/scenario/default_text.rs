@@ -22,6 +22,7 @@ pus_per_node = 24            # processing units per node
 credits_per_node = 480       # traffic-shaping credits per node (one per requested fragment), or "unlimited"
 processing_time_ns = "100ms"     # a unit processes each event for this long after collecting it
 collect_fraction = 1.0       # fraction of readout units a unit collects from per event, (0, 1]
+                             # (with roi_step sections: the last step, less units already collected)
 request_bytes = 64           # size of a data request message
 readout_service_ns = "50us"  # readout unit: request received -> response handed to TCP, at least
 readout_service_jitter_ns = "400us"  # plus a uniform extra delay in [0, this), drawn per request
@@ -32,6 +33,14 @@ rate_hz = 750.0              # events assigned per second, or "unbounded" (whene
 policy = "fcfs"              # fcfs | random | node_round_robin | node_load_balance | pu_round_robin
 control_delay_ns = "50us"    # supervisor <-> processing unit message latency (off the data network)
 startup = "shuffled"          # order of the units' first requests for work: shuffled | by_node (node by node)
+
+# Iterative collection ([ATLAS-DC] §2): steps before the last, in order, each processed before the
+# next; every step asks only readout units the event's earlier steps did not. Latency: the time
+# a unit waited for data, summed over the event's steps.
+# [[system.roi_step]]
+# collect_fraction = 0.05    # fraction of readout units this step asks, (0, 1]
+# processing_time_ns = "10ms"  # processing before the next step
+# reject_fraction = 0.0      # share of the events reaching this step rejected after it, [0, 1)
 
 [network]
 topology = "two_tier"        # "star": one switch ([network.switch]); "two_tier": access switches + core;

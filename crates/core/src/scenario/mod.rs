@@ -71,8 +71,17 @@ pub struct System {
     #[serde(deserialize_with = "de_ns")]
     pub processing_time_ns: u64,
     /// Fraction of the readout units a processing unit collects from per event (0 < f ≤ 1); the
-    /// units are chosen per event, deterministically from the seed.
+    /// units are chosen per event, deterministically from the seed. With `[[system.roi_step]]`s,
+    /// the event's last step, which leaves out the units its earlier steps collected.
     pub collect_fraction: f64,
+    /// Iterative collection ([ATLAS-DC] §2, §5.2): before the last step (`collect_fraction`,
+    /// then `processing_time_ns`), a unit collects and processes an event in these steps, in
+    /// order, each asking only readout units no earlier step of the event collected, and may
+    /// reject the event after any of them. The event's data-collection latency is then the
+    /// time its unit waited for data, summed over the steps it took. Empty (the default): one
+    /// step.
+    #[serde(rename = "roi_step", skip_serializing_if = "Vec::is_empty")]
+    pub roi_steps: Vec<RoiStep>,
     /// Size of one data request message on the wire (application payload), in bytes.
     #[serde(deserialize_with = "de_bytes_u32")]
     pub request_bytes: u32,
@@ -92,6 +101,22 @@ pub struct System {
     pub readout_on_nodes: bool,
     /// The supervisor: assignment rate and policy.
     pub supervisor: SupervisorConfig,
+}
+
+/// `[[system.roi_step]]`: one region-of-interest step of an event's iterative collection.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoiStep {
+    /// Fraction of the readout units this step asks (0 < f ≤ 1), chosen per event and step
+    /// from the seed; those an earlier step of the event collected are not asked again.
+    pub collect_fraction: f64,
+    /// Time the unit processes what this step collected before its next step, in ns.
+    #[serde(deserialize_with = "de_ns")]
+    pub processing_time_ns: u64,
+    /// Share of the events reaching this step that the unit rejects after processing it
+    /// ([0, 1), drawn per event from the seed): their collection ends here. Default 0.
+    #[serde(default)]
+    pub reject_fraction: f64,
 }
 
 /// `[system.supervisor]`: assigns events to processing units.
@@ -678,6 +703,7 @@ impl Default for System {
             credits_per_node: Credits::Limited(480),
             processing_time_ns: 100_000_000,
             collect_fraction: 1.0,
+            roi_steps: Vec::new(),
             request_bytes: 64,
             readout_service_ns: 50_000,
             readout_service_jitter_ns: 400_000,

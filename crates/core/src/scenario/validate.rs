@@ -97,12 +97,27 @@ impl Scenario {
                     .into(),
             );
         }
-        need(
-            &mut p,
-            s.collect_fraction > 0.0 && s.collect_fraction <= 1.0,
-            "system.collect_fraction",
-            format!("is {}; must be in (0, 1]", s.collect_fraction),
-        );
+        let fractions =
+            s.roi_steps.iter().enumerate().map(|(i, r)| (format!("system.roi_step[{i}]"), r.collect_fraction));
+        for (field, f) in [("system".to_string(), s.collect_fraction)].into_iter().chain(fractions) {
+            need(
+                &mut p,
+                f > 0.0 && f <= 1.0,
+                &format!("{field}.collect_fraction"),
+                format!("is {f}; must be in (0, 1]"),
+            );
+        }
+        for (i, r) in s.roi_steps.iter().enumerate() {
+            let f = r.reject_fraction;
+            need(
+                &mut p,
+                (0.0..1.0).contains(&f),
+                &format!("system.roi_step[{i}].reject_fraction"),
+                format!(
+                    "is {f}; must be in [0, 1) (a step that rejects every event makes the steps after it unreachable)"
+                ),
+            );
+        }
         match s.fragment_size {
             FragmentSize::Fixed { bytes } => positive(&mut p, "system.fragment_size.bytes", bytes as u64),
             FragmentSize::LognormalNormal { base_bytes, event_mu, event_sigma, fragment_sd_bytes, min_bytes } => {

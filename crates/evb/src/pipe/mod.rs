@@ -411,7 +411,7 @@ fn report(sc: &Scenario, origin: &str, node: &PipeNode, mut tallies: Vec<NodeTal
     if let Some(log) = node.manager_log() {
         for &(event, b, assigned, at, missing) in &log.built {
             let bytes = (roles.readouts.len() as u32 - missing) as u64 * pipe.fragment_bytes;
-            let track = Track { event, pu: PuId(b.0), node: b, assigned, started: assigned, done: at, bytes };
+            let track = Track::one_step(event, PuId(b.0), b, assigned, assigned, at, bytes);
             measure.record(&track);
             if event.0 >= warmup {
                 done.push(at);

@@ -140,6 +140,9 @@ pub enum Message {
         pu: PuId,
         /// Data-collection latency measured by the collector, in ns.
         latency_ns: u64,
+        /// From the first request to the last fragment, in ns: the latency, and for an event
+        /// collected in steps (`[[system.roi_step]]`) the processing between them too.
+        span_ns: u64,
         /// Payload bytes collected.
         bytes: u64,
         /// Fragments that failed verification (0: the event is good).
@@ -305,10 +308,11 @@ impl Message {
                 put_response_head(&mut body, head);
                 body.put_slice(fragments);
             }
-            Message::Built { event, pu, latency_ns, bytes, corrupt_fragments } => {
+            Message::Built { event, pu, latency_ns, span_ns, bytes, corrupt_fragments } => {
                 body.put_u64_le(event.0);
                 body.put_u32_le(pu.0);
                 body.put_u64_le(*latency_ns);
+                body.put_u64_le(*span_ns);
                 body.put_u64_le(*bytes);
                 body.put_u32_le(*corrupt_fragments);
             }
@@ -414,11 +418,12 @@ impl Message {
                 Message::Response(head, std::mem::take(b))
             }
             9 => {
-                fixed(b, 32, "built")?;
+                fixed(b, 40, "built")?;
                 Message::Built {
                     event: EventId(b.get_u64_le()),
                     pu: PuId(b.get_u32_le()),
                     latency_ns: b.get_u64_le(),
+                    span_ns: b.get_u64_le(),
                     bytes: b.get_u64_le(),
                     corrupt_fragments: b.get_u32_le(),
                 }
@@ -510,7 +515,14 @@ mod tests {
                 ResponseHead { event: EventId(5), readout: ReadoutId(1), node: NodeId(2), fragments: 1, bytes: 3 },
                 Bytes::from_static(&[1, 2, 3]),
             ),
-            Message::Built { event: EventId(5), pu: PuId(9), latency_ns: 123, bytes: 456, corrupt_fragments: 1 },
+            Message::Built {
+                event: EventId(5),
+                pu: PuId(9),
+                latency_ns: 123,
+                span_ns: 200,
+                bytes: 456,
+                corrupt_fragments: 1,
+            },
             Message::Done(EventId(5)),
             Message::Clear(EventId(5)),
             Message::Status(CollectorStatus {

@@ -125,7 +125,8 @@ impl CollectorState {
                 NodeOutput::Built(b) => Output::ToSupervisor(Message::Built {
                     event: b.event,
                     pu: b.pu,
-                    latency_ns: b.done - b.started,
+                    latency_ns: b.latency,
+                    span_ns: b.done - b.started,
                     bytes: b.bytes,
                     corrupt_fragments: self.corrupt.remove(&b.event).unwrap_or(0),
                 }),
@@ -205,7 +206,14 @@ mod tests {
         assert_eq!(s.status().peak_outstanding_fragments, 2);
         s.handle(5, Input::Response(ReadoutId(0), head(4, 0), good())).unwrap();
         s.handle(9, Input::Response(ReadoutId(1), head(4, 1), good())).unwrap();
-        let built = Message::Built { event: EventId(4), pu: PuId(1), latency_ns: 9, bytes: 20, corrupt_fragments: 0 };
+        let built = Message::Built {
+            event: EventId(4),
+            pu: PuId(1),
+            latency_ns: 9,
+            span_ns: 9,
+            bytes: 20,
+            corrupt_fragments: 0,
+        };
         assert_eq!(drain(&mut s), [Output::ToSupervisor(built), Output::WakeAt(PuId(1), 109)]);
         s.handle(109, Input::Wake(PuId(1))).unwrap();
         assert_eq!(

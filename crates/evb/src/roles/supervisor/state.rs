@@ -176,12 +176,12 @@ impl RunState {
         let me = RoleId::Collector(node);
         match m {
             Message::Ready(pu) if self.layout.has_pu(pu) && self.layout.node_of(pu) == node => self.sup.on_ready(pu),
-            Message::Built { event, pu, latency_ns, bytes, corrupt_fragments } => {
-                let b = BuiltReport { event, pu, latency_ns, bytes, corrupt_fragments };
+            Message::Built { event, pu, latency_ns, span_ns, bytes, corrupt_fragments } => {
+                let b = BuiltReport { event, pu, latency_ns, span_ns, bytes, corrupt_fragments };
                 if let Some(t) = self.tally.on_built(node, b, now) {
                     self.metrics.events_built.inc();
                     self.metrics.payload_bytes.inc_by(t.bytes);
-                    self.metrics.latency_seconds.observe((t.done - t.started) as f64 / 1e9);
+                    self.metrics.latency_seconds.observe(t.latency as f64 / 1e9);
                     if self.per_event {
                         self.out.push_back(Output::Record(t.record(self.warmup)));
                     }
@@ -341,7 +341,14 @@ mod tests {
     }
 
     fn built(event: u64, pu: u32) -> Message {
-        Message::Built { event: EventId(event), pu: PuId(pu), latency_ns: 1000, bytes: 10, corrupt_fragments: 0 }
+        Message::Built {
+            event: EventId(event),
+            pu: PuId(pu),
+            latency_ns: 1000,
+            span_ns: 1000,
+            bytes: 10,
+            corrupt_fragments: 0,
+        }
     }
 
     #[test]

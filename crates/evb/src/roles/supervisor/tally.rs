@@ -25,6 +25,8 @@ pub struct BuiltReport {
     pub pu: PuId,
     /// Data-collection latency measured by the collector.
     pub latency_ns: Nanos,
+    /// From the first request to the last fragment, measured by the collector.
+    pub span_ns: Nanos,
     /// Payload bytes.
     pub bytes: u64,
     /// Fragments that failed verification (0: the event is good).
@@ -122,8 +124,9 @@ impl RunTally {
             pu: b.pu,
             node,
             assigned: rel(f.assigned),
-            started: done.saturating_sub(b.latency_ns),
+            started: done.saturating_sub(b.span_ns),
             done,
+            latency: b.latency_ns,
             bytes: b.bytes,
         };
         self.measure.record(&track);
@@ -278,7 +281,14 @@ mod tests {
     }
 
     fn built(event: u64, pu: u32) -> BuiltReport {
-        BuiltReport { event: EventId(event), pu: PuId(pu), latency_ns: 5 * NS_PER_MS, bytes: 100, corrupt_fragments: 0 }
+        BuiltReport {
+            event: EventId(event),
+            pu: PuId(pu),
+            latency_ns: 5 * NS_PER_MS,
+            span_ns: 5 * NS_PER_MS,
+            bytes: 100,
+            corrupt_fragments: 0,
+        }
     }
 
     fn scenario() -> Scenario {
