@@ -97,17 +97,12 @@ impl Scenario {
                     .into(),
             );
         }
-        let fractions =
-            s.roi_steps.iter().enumerate().map(|(i, r)| (format!("system.roi_step[{i}]"), r.collect_fraction));
-        for (field, f) in [("system".to_string(), s.collect_fraction)].into_iter().chain(fractions) {
-            need(
-                &mut p,
-                f > 0.0 && f <= 1.0,
-                &format!("{field}.collect_fraction"),
-                format!("is {f}; must be in (0, 1]"),
-            );
-        }
+        let share = |p: &mut Problems, field: &str, f: f64| {
+            need(p, f > 0.0 && f <= 1.0, field, format!("is {f}; must be in (0, 1]"));
+        };
+        share(&mut p, "system.collect_fraction", s.collect_fraction);
         for (i, r) in s.roi_steps.iter().enumerate() {
+            share(&mut p, &format!("system.roi_step[{i}].collect_fraction"), r.collect_fraction);
             let f = r.reject_fraction;
             need(
                 &mut p,
