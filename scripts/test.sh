@@ -6,11 +6,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo test --release --workspace
-cargo build --release -p daqnet
+# The tests above built target/release/daqnet, which the Python tests run.
 scripts/python-test.sh
 if [ "$(id -u)" -ne 0 ] && ! command -v mpicc >/dev/null; then
   echo "test.sh: skipping the MPI tests: Open MPI is not installed and installing it needs root" >&2
   exit 0
 fi
 scripts/mpi-deps.sh
-cargo test --release -p daqnet --features mpi --test pipe
+# --workspace keeps the other crates' features as above: only what MPI changes is rebuilt.
+cargo test --release --workspace --features daqnet/mpi --test pipe

@@ -3,7 +3,7 @@
 //! readout units sending one fragment per event to one node, on 1 Gb/s links through a switch
 //! deep enough never to drop; only the node's cores (or the switch's) are modelled.
 
-mod common;
+use crate::common;
 
 use daqnet_core::report::EventRecord;
 use daqnet_core::scenario::parse_str;

@@ -7,7 +7,7 @@ use daqnet_core::scenario::parse_str;
 use daqnet_core::Scenario;
 use daqnet_sim::{simulate, SimOptions, SimOutput};
 
-mod common;
+use crate::common;
 use common::{collectors, credit_link};
 
 /// [LOSSLESS] §IV's all-to-all incast, scaled: 8 readout units and 4 collector hosts (2

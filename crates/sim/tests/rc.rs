@@ -8,7 +8,7 @@ use daqnet_sim::net::wire::{rc_frame_bytes, wire_bytes};
 use daqnet_sim::{simulate, DropRule, SimOptions, SimOutput};
 use std::path::Path;
 
-mod common;
+use crate::common;
 use common::credit_link;
 
 /// [`credit_link`] with queue pairs of 4096-byte packets (IP MTU 9000) whose ACK timeout is

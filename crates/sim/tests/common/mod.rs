@@ -1,7 +1,5 @@
 //! Scenarios more than one test file builds.
 
-#![allow(dead_code)] // each test file uses some of them
-
 use daqnet_core::scenario::parse_str;
 use daqnet_core::Scenario;
 
