@@ -236,7 +236,10 @@ fn run_8ro_2coll_stop_readout() {
 #[test]
 fn run_8ro_2coll_kill_collector() {
     let r = fault_8ro_2coll("kill-collector", "collector 1", "-KILL");
-    assert_eq!(r["faults"][0]["noticed_by"], "supervisor");
+    // Whoever saw its connection close first: the supervisor or a readout sending to it (a CI
+    // run had readout 5 first).
+    let by = r["faults"][0]["noticed_by"].as_str().unwrap();
+    assert!(by == "supervisor" || by.starts_with("readout "), "{}", r["faults"]);
 }
 
 #[test]
