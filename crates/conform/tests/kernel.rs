@@ -1,7 +1,8 @@
 //! The project's own packetdrill scripts (`crates/conform/scripts/` and its `gaps/`) against the
 //! live kernel:
-//! every script passes five runs out of five, so what the TCP model is held to is first shown
-//! to be what Linux does. Builds packetdrill from `PACKETDRILL_DIR` or `../shared/packetdrill`
+//! every script passes five runs out of five (a run late beyond packetdrill's timing tolerance,
+//! the machine not keeping pace, is run again, twice at most), so what the TCP model is held to
+//! is first shown to be what Linux does. Builds packetdrill from `PACKETDRILL_DIR` or `../shared/packetdrill`
 //! into `target/packetdrill` (installing bison and flex with `scripts/packetdrill-deps.sh`);
 //! each run is in a network namespace of its own. Skips, saying why, without root,
 //! `/dev/net/tun` or packetdrill's sources.
@@ -65,7 +66,17 @@ fn every_project_script_passes_on_this_kernel_five_times_out_of_five() {
     for script in &all {
         let name = script.file_name().unwrap_or_default().to_string_lossy().into_owned();
         for run in 1..=RUNS {
-            let out = pd.run(script, LIMIT);
+            let mut out = pd.run(script, LIMIT);
+            // Late beyond packetdrill's tolerance is the machine not keeping pace (a busy CI
+            // run had an ACK 5.3 ms late against 4 ms allowed), not the kernel's TCP: such a run
+            // is run again, twice at most; any other failure stands.
+            for _ in 0..2 {
+                if out.passed || !out.output.contains("timing error") {
+                    break;
+                }
+                eprintln!("{name}, run {run}: late beyond packetdrill's tolerance; once more");
+                out = pd.run(script, LIMIT);
+            }
             if !out.passed {
                 failures.push(format!("{name}, run {run} of {RUNS}:\n{}", out.output.trim_end()));
                 break;
