@@ -255,7 +255,7 @@ fn pipe_8ranks_mpi_kill_rank() {
         assert_eq!(code, Some(1), "{r}");
         r
     };
-    let r = ["1s", "3s"].into_iter().map(killed).find(|r| u(&r["events_built"]) > 0).unwrap_or_else(|| killed("6s"));
+    let r = built_within(["1s", "3s", "6s"], killed);
     let f = &r["faults"][0];
     assert_eq!((f["role"].as_str(), f["noticed_by"].as_str()), (Some("node 3"), Some("launcher")), "{r}");
     assert!(f["reason"].as_str().unwrap().contains("ended before the run was over"), "{r}");
@@ -320,28 +320,32 @@ fn faulted(
     r
 }
 
-/// [`faulted`] once node 0 has built events: 8 ranks starting MPI on 2 loaded cores can take
-/// longer than the 0.5 s waited after they appear (a CI run's node 0 had run 47 ms when the
-/// fault came), so a report without a built event is run again, waiting 2 s, then 5 s.
+/// [`faulted`] once node 0 has built events, waiting 0.5 s, then 2 s, then 5 s (see
+/// [`built_within`]).
 #[cfg(feature = "mpi")]
 fn once_building(
     name: &str,
     rank: u32,
     fault: impl Fn(&std::process::Child, i32) -> std::time::Instant,
 ) -> serde_json::Value {
-    for wait_ms in [500, 2000] {
-        let r = faulted(name, rank, wait_ms, &fault);
-        if u(&r["events_built"]) > 0 {
-            return r;
+    built_within([500, 2000, 5000], |wait_ms| faulted(name, rank, wait_ms, &fault))
+}
+
+/// The report of the first of `tries` whose run had node 0 build events: 8 ranks starting MPI
+/// on 2 loaded cores can outlast a fault's delay (a CI run's node 0 had run 47 ms when the
+/// fault came), so a run without a built event is run again with the next, longer delay.
+#[cfg(feature = "mpi")]
+fn built_within<T>(tries: [T; 3], run: impl Fn(T) -> serde_json::Value) -> serde_json::Value {
+    let mut last = serde_json::Value::Null;
+    for t in tries {
+        last = run(t);
+        if u(&last["events_built"]) > 0 {
+            return last;
         }
-        eprintln!(
-            "node 0 had built nothing {wait_ms} ms after rank {rank} appeared: the MPI start fell behind; once more"
-        );
+        eprintln!("node 0 had built nothing when the fault came: the MPI start fell behind; once more");
         assert_no_ranks_left();
     }
-    let r = faulted(name, rank, 5000, &fault);
-    assert!(u(&r["events_built"]) > 0, "node 0 built nothing in 5 s: {r}");
-    r
+    panic!("node 0 built nothing before the last fault: {last}");
 }
 
 /// The exit code of `job`, killed if it runs past `limit`.
