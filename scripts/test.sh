@@ -13,6 +13,7 @@ if [ "$(id -u)" -eq 0 ] || command -v mpicc >/dev/null; then
 else
   echo "test.sh: skipping the MPI tests: Open MPI is not installed and installing it needs root" >&2
 fi
-cargo test --release --workspace "${features[@]}"
+# Every test binary runs even after one fails, so one run shows every failure.
+cargo test --release --workspace --no-fail-fast "${features[@]}"
 # The tests above built target/release/daqnet, which the Python tests run.
 scripts/python-test.sh
