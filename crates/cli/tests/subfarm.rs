@@ -310,3 +310,28 @@ fn subfarm_v2_stop_sfc() {
     let r = subfarm_v2_sfc_fault("farm-stop-sfc", "-STOP");
     assert!(r["faults"][0]["reason"].as_str().unwrap().contains("no sign of life"), "{r}");
 }
+
+/// A full disk (a 64 kB tmpfs the test mounts) under a sub-farm run with per-event rows: the
+/// SFC's events.csv does not fit; the run ends with exit status 1 and a message naming the
+/// file, no events.csv or partial file is left, and the report (14 kB, which fits once the
+/// rows' partial file is gone) names the failed write and accounts for every event. (The SFC
+/// left no report.)
+#[test]
+fn subfarm_v2_full_disk() {
+    let _one = serial();
+    let dir = out_dir("farm-full-disk");
+    let Some(disk) = common::SmallDisk::mount(&dir, "64k") else { return };
+    let out = disk.0.join("farm");
+    let args = ["run", "scenarios/lhcb-2002/v2.toml", "--events", "20000", "--per-event", "-q", "--out"];
+    let o = daqnet(&args.into_iter().chain([out.to_str().unwrap()]).collect::<Vec<_>>());
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(t.contains("cannot write") && t.contains("events.csv") && t.contains("No space left on device"), "{t}");
+    let left = common::SmallDisk::left(&out);
+    assert!(!left.iter().any(|f| f.starts_with("events.") || f.ends_with(".partial")), "left behind: {left:?}");
+    let r = report(&out);
+    accounted(&r, 20_000);
+    let f = &r["faults"][0];
+    assert!(f["reason"].as_str().unwrap().contains("events.csv"), "the report names the failed write: {r}");
+    assert_eq!(f["role"], "sfc", "{r}");
+}

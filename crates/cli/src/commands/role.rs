@@ -2,6 +2,7 @@
 //! ([`RoleArgs`]) belong to `daqnet-evb`, whose launcher builds them for `daqnet run`.
 
 use anyhow::Context;
+use daqnet_core::report::FaultRecord;
 use daqnet_core::{EventId, Scenario};
 use daqnet_evb::block_on;
 use daqnet_evb::launcher::check_duration;
@@ -64,9 +65,17 @@ fn run_sfc(a: RoleArgs, sc: &Scenario) -> anyhow::Result<ExitCode> {
         per_event: a.per_event,
     };
     std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
-    let (report, records) = daqnet_evb::farm::sfc::run(sc, opts)?;
+    let (mut report, records) = daqnet_evb::farm::sfc::run(sc, opts)?;
     if a.per_event {
-        super::write_file(&a.out, "events.csv", &daqnet_core::report::EventRecord::to_csv(&records))?;
+        // A failed write (none left behind) is the SFC's fault, named in the report, as the
+        // supervisor's; the report may still fit where the rows did not.
+        if let Err(e) = super::write_file(&a.out, "events.csv", &daqnet_core::report::EventRecord::to_csv(&records)) {
+            eprintln!("error: {e:#}");
+            let reason = e.chain().skip(1).map(|c| c.to_string()).collect::<Vec<_>>().join(": ");
+            let (role, at_s) = ("sfc".to_string(), report.wall_s);
+            let fault = FaultRecord { at_s, role: role.clone(), noticed_by: role, reason, lost_events: vec![] };
+            report.faults.push(fault);
+        }
     }
     // The report last: its presence says the run's files are complete.
     let path = super::write_file(&a.out, "report.json", &report.to_json())?;
