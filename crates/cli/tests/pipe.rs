@@ -476,6 +476,31 @@ fn pipe_8nodes_stop_node0() {
     assert!(f["reason"].as_str().unwrap().contains("no sign of life"), "{f}");
 }
 
+/// The launcher paused (Ctrl-Z) for 4 s in the middle of a run, then continued: node 0's
+/// progress lines never wait for it and it counts silence in its own running time, so the run
+/// finishes whole (3,000 events, ~10 s here).
+#[test]
+fn pipe_8nodes_pause_launcher() {
+    use std::time::Duration;
+    let _one = serial();
+    let dir = out_dir("pipe-pause-launcher");
+    let mut run = spawn_pipe(&dir, &["--events", "3000"]);
+    node_pid(run.id(), 7);
+    std::thread::sleep(Duration::from_millis(1000));
+    let signal = |sig: &str| {
+        let kill = std::process::Command::new("kill").args([sig, &run.id().to_string()]).status();
+        assert!(kill.unwrap().success());
+    };
+    signal("-STOP");
+    std::thread::sleep(Duration::from_millis(4000));
+    signal("-CONT");
+    let status = common::wait_exit(&mut run, Duration::from_secs(120));
+    assert!(status.success());
+    let r = report(&dir);
+    assert_eq!(r["events_built"], 3000, "{r}");
+    assert!(r.get("faults").is_none() && r.get("interrupted").is_none(), "{r}");
+}
+
 /// The launcher killed (SIGKILL): every node gets its death signal; node 0 stops the run and
 /// writes a report that names the launcher and accounts for every event; no node survives.
 #[test]

@@ -335,3 +335,27 @@ fn subfarm_v2_full_disk() {
     assert!(f["reason"].as_str().unwrap().contains("events.csv"), "the report names the failed write: {r}");
     assert_eq!(f["role"], "sfc", "{r}");
 }
+
+/// The launcher paused (Ctrl-Z) for 4 s in the middle of a version 2 run, then continued: the
+/// SFC's progress lines never wait for it and it counts silence in its own running time, so
+/// the run finishes whole (150,000 events, ~8 s here).
+#[test]
+fn subfarm_v2_pause_launcher() {
+    let _one = serial();
+    let dir = out_dir("farm-pause-launcher");
+    let mut run = spawn_run("v2", &dir, &["--events", "150000", "--per-event"]);
+    pid_of(&dir, "worker 19");
+    std::thread::sleep(Duration::from_millis(1000));
+    let signal =
+        |sig: &str| assert!(Command::new("kill").args([sig, &run.id().to_string()]).status().unwrap().success());
+    signal("-STOP");
+    std::thread::sleep(Duration::from_millis(4000));
+    signal("-CONT");
+    let status = wait_exit(&mut run, Duration::from_secs(60));
+    assert!(status.success());
+    let r = report(&dir);
+    assert_eq!(u(&r["events_built"]), 150_000, "{r}");
+    assert!(r.get("faults").is_none(), "{r}");
+    let rows = std::fs::read_to_string(dir.join("events.csv")).unwrap().lines().count();
+    assert_eq!(rows, 1 + 2000 + 150_000, "every event's row");
+}
