@@ -487,13 +487,9 @@ fn pipe_8nodes_pause_launcher() {
     let mut run = spawn_pipe(&dir, &["--events", "3000"]);
     node_pid(run.id(), 7);
     std::thread::sleep(Duration::from_millis(1000));
-    let signal = |sig: &str| {
-        let kill = std::process::Command::new("kill").args([sig, &run.id().to_string()]).status();
-        assert!(kill.unwrap().success());
-    };
-    signal("-STOP");
+    common::signal(run.id(), "-STOP");
     std::thread::sleep(Duration::from_millis(4000));
-    signal("-CONT");
+    common::signal(run.id(), "-CONT");
     let status = common::wait_exit(&mut run, Duration::from_secs(120));
     assert!(status.success());
     let r = report(&dir);

@@ -1,7 +1,7 @@
 //! The real event builder end to end on loopback: every role a process, real TCP sockets.
 
 mod common;
-use common::{accounted, daqnet, out_dir, pid_of, report, serial, text, u, window_trace};
+use common::{accounted, daqnet, out_dir, pid_of, report, serial, signal, text, u, window_trace};
 use daqnet_evb::role::SupervisorLine;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -35,10 +35,6 @@ fn wait_within(child: &mut Child, limit: Duration) -> (std::process::ExitStatus,
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-}
-
-fn signal(pid: u32, sig: &str) {
-    assert!(Command::new("kill").args([sig, &pid.to_string()]).status().unwrap().success());
 }
 
 #[test]

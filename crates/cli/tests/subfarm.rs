@@ -2,7 +2,7 @@
 //! processes, each of the note's three implementations, and a worker killed mid-run.
 
 mod common;
-use common::{accounted, daqnet, out_dir, pid_of, report, report_within, serial, text, u, wait_exit};
+use common::{accounted, daqnet, out_dir, pid_of, report, report_within, serial, signal, text, u, wait_exit};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -82,7 +82,7 @@ fn a_killed_worker_takes_its_events_and_the_rest_go_on() {
         .unwrap();
     let pid = pid_of(&dir, "worker 3");
     std::thread::sleep(Duration::from_secs(1));
-    assert!(Command::new("kill").args(["-KILL", &pid.to_string()]).status().unwrap().success());
+    signal(pid, "-KILL");
     let status = wait_exit(&mut run, Duration::from_secs(30));
     assert_eq!(status.code(), Some(1), "a lost worker makes the run fail");
     let r = report(&dir);
@@ -181,7 +181,7 @@ fn subfarm_v2_stop_worker() {
     let mut run = spawn_run("v2", &dir, &["--events", "150000"]);
     let pid = pid_of(&dir, "worker 3");
     std::thread::sleep(Duration::from_millis(1500));
-    assert!(Command::new("kill").args(["-STOP", &pid.to_string()]).status().unwrap().success());
+    signal(pid, "-STOP");
     let status = wait_exit(&mut run, Duration::from_secs(60));
     assert_eq!(status.code(), Some(1), "a lost worker makes the run fail");
     let r = report(&dir);
@@ -287,7 +287,7 @@ fn subfarm_v2_sfc_fault(name: &str, sig: &str) -> Value {
     let pid = pid_of(&dir, "sfc");
     pid_of(&dir, "worker 19");
     std::thread::sleep(Duration::from_millis(1500));
-    assert!(Command::new("kill").args([sig, &pid.to_string()]).status().unwrap().success());
+    signal(pid, sig);
     let hit = Instant::now();
     let status = wait_exit(&mut run, Duration::from_secs(30));
     let took = hit.elapsed();
@@ -346,11 +346,9 @@ fn subfarm_v2_pause_launcher() {
     let mut run = spawn_run("v2", &dir, &["--events", "150000", "--per-event"]);
     pid_of(&dir, "worker 19");
     std::thread::sleep(Duration::from_millis(1000));
-    let signal =
-        |sig: &str| assert!(Command::new("kill").args([sig, &run.id().to_string()]).status().unwrap().success());
-    signal("-STOP");
+    signal(run.id(), "-STOP");
     std::thread::sleep(Duration::from_millis(4000));
-    signal("-CONT");
+    signal(run.id(), "-CONT");
     let status = wait_exit(&mut run, Duration::from_secs(60));
     assert!(status.success());
     let r = report(&dir);

@@ -200,6 +200,12 @@ impl Drop for SmallDisk {
     }
 }
 
+/// Sends `sig` (e.g. `-STOP`) to process `pid` with kill(1).
+#[allow(dead_code)]
+pub fn signal(pid: u32, sig: &str) {
+    assert!(std::process::Command::new("kill").args([sig, &pid.to_string()]).status().unwrap().success());
+}
+
 /// Built and not built add up to the events the run was to build.
 #[allow(dead_code)]
 pub fn accounted(r: &serde_json::Value, events: u64) {
